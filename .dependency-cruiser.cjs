@@ -1,0 +1,63 @@
+/**
+ * The architecture as a check (STYLE.md): data flows one way, domain ← adapters ← app.
+ * Runs in `pnpm test` through `pnpm lint`.
+ * @type {import('dependency-cruiser').IConfiguration}
+ */
+module.exports = {
+  forbidden: [
+    {
+      name: "domain-is-pure",
+      comment: "The domain imports nothing outside itself: no other package, no library, no Node built-in.",
+      severity: "error",
+      from: { path: "^packages/domain/src/", pathNot: "^packages/domain/src/testing/" },
+      to: { pathNot: "^packages/domain/src/" },
+    },
+    {
+      name: "domain-testing-stays-small",
+      comment: "The domain's testing kit may use the domain and vitest, nothing else.",
+      severity: "error",
+      from: { path: "^packages/domain/src/testing/" },
+      to: { pathNot: ["^packages/domain/src/", "vitest"] },
+    },
+    {
+      name: "adapters-do-not-know-each-other",
+      comment: "An adapter depends on the domain only; the app composes them.",
+      severity: "error",
+      from: { path: "^packages/(adapters-[^/]+)/" },
+      to: { path: "^packages/(adapters-[^/]+|app)/", pathNot: "^packages/$1/" },
+    },
+    {
+      name: "production-code-never-imports-testing",
+      comment: "Testing kits (fakes, contract suites, harnesses) are for tests only.",
+      severity: "error",
+      from: { path: "^packages/[^/]+/src/", pathNot: "^packages/[^/]+/src/testing/" },
+      to: { path: "^packages/[^/]+/src/testing/" },
+    },
+    {
+      name: "everything-resolves",
+      comment:
+        "An import that does not resolve would slip past every rule above (e.g. an undeclared package).",
+      severity: "error",
+      from: {},
+      to: { couldNotResolve: true },
+    },
+    {
+      name: "no-circular",
+      severity: "error",
+      from: {},
+      to: { circular: true },
+    },
+  ],
+  options: {
+    doNotFollow: { path: "node_modules" },
+    exclude: { path: "(^|/)dist/" },
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: "tsconfig.base.json" },
+    enhancedResolveOptions: {
+      exportsFields: ["exports"],
+      conditionNames: ["@posts/source", "import", "require", "node", "default", "types"],
+      extensions: [".ts", ".js", ".json"],
+      mainFields: ["module", "main", "types"],
+    },
+  },
+};

@@ -1,0 +1,30 @@
+import { fileURLToPath } from "node:url";
+import { defineConfig, defineProject } from "vitest/config";
+
+/** Tests run on the TypeScript sources through the packages' `@posts/source` export condition. */
+const project = (name: string, extra: { testTimeout?: number; hookTimeout?: number } = {}) =>
+  defineProject({
+    ssr: { resolve: { conditions: ["@posts/source"] } },
+    resolve: { conditions: ["@posts/source"] },
+    test: {
+      name,
+      root: fileURLToPath(new URL(`./packages/${name}`, import.meta.url)),
+      include: ["test/**/*.test.ts"],
+      ...extra,
+    },
+  });
+
+export default defineConfig({
+  test: {
+    // CI reads the counts from the JSON report to print its closing "N passed, M failed" line.
+    reporters: process.env.VITEST_JSON_REPORT
+      ? ["default", ["json", { outputFile: process.env.VITEST_JSON_REPORT }]]
+      : ["default"],
+    projects: [
+      project("domain"),
+      project("adapters-postgres", { testTimeout: 30_000, hookTimeout: 60_000 }),
+      project("adapters-http", { testTimeout: 20_000, hookTimeout: 60_000 }),
+      project("app", { testTimeout: 60_000, hookTimeout: 90_000 }),
+    ],
+  },
+});
