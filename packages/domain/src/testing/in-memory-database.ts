@@ -1,0 +1,136 @@
+import type {
+  OwnedWriteFailure,
+  PostPageQuery,
+  PostRepository,
+  PostUpdate,
+} from "../ports/post-repository.js";
+import type { UserRepository } from "../ports/user-repository.js";
+import { type NewPost, nextUpdatedAt, type Post } from "../post.js";
+import { err, ok, type Result } from "../result.js";
+import type { NewUser, User } from "../user.js";
+
+interface StoredPost {
+  readonly id: number;
+  title: string;
+  content: string;
+  readonly createdAt: Date;
+  updatedAt: Date;
+  readonly authorId: number;
+}
+
+/**
+ * Users and posts held in memory, with the same behaviour the contract suites demand of a
+ * database: ids that only grow, unique emails, cascade of a user's posts, atomic updates.
+ * For tests and for embedding without persistence; nothing survives the process.
+ */
+export class InMemoryDatabase {
+  readonly #users = new Map<number, User>();
+  readonly #userIdsByEmail = new Map<string, number>();
+  // Insertion order is id order, which the listing relies on.
+  readonly #posts = new Map<number, StoredPost>();
+  #nextUserId = 1;
+  #nextPostId = 1;
+
+  /** The post repository over this database. */
+  readonly posts: PostRepository = {
+    create: async (post) => this.#createPost(post),
+    findById: async (id) => this.#findPost(id),
+    listPage: async (query) => this.#listPage(query),
+    update: async (update) => this.#updatePost(update),
+    delete: async (target) => this.#deletePost(target.id, target.authorId),
+  };
+
+  /** The user repository over this database. */
+  readonly users: UserRepository = {
+    create: async (user) => this.#createUser(user),
+    findByEmail: async (email) => {
+      const id = this.#userIdsByEmail.get(email.toLowerCase());
+      return id === undefined ? undefined : this.#users.get(id);
+    },
+    findById: async (id) => this.#users.get(id),
+    delete: async (id) => this.#deleteUser(id),
+  };
+
+  #createUser(user: NewUser): Result<User, "email-taken"> {
+    const key = user.email.toLowerCase();
+    if (this.#userIdsByEmail.has(key)) return err("email-taken");
+    const stored: User = { id: this.#nextUserId++, ...user, createdAt: new Date(user.createdAt) };
+    this.#users.set(stored.id, stored);
+    this.#userIdsByEmail.set(key, stored.id);
+    return ok(stored);
+  }
+
+  #deleteUser(id: number): boolean {
+    const user = this.#users.get(id);
+    if (user === undefined) return false;
+    this.#users.delete(id);
+    this.#userIdsByEmail.delete(user.email.toLowerCase());
+    for (const [postId, post] of this.#posts) {
+      if (post.authorId === id) this.#posts.delete(postId);
+    }
+    return true;
+  }
+
+  #createPost(post: NewPost): Post | undefined {
+    if (!this.#users.has(post.authorId)) return undefined;
+    const stored: StoredPost = {
+      id: this.#nextPostId++,
+      title: post.title,
+      content: post.content,
+      createdAt: new Date(post.createdAt),
+      updatedAt: new Date(post.createdAt),
+      authorId: post.authorId,
+    };
+    this.#posts.set(stored.id, stored);
+    return this.#toPost(stored);
+  }
+
+  #findPost(id: number): Post | undefined {
+    const stored = this.#posts.get(id);
+    return stored === undefined ? undefined : this.#toPost(stored);
+  }
+
+  #listPage(query: PostPageQuery): Post[] {
+    const page: Post[] = [];
+    const ids = [...this.#posts.keys()];
+    for (let i = ids.length - 1; i >= 0 && page.length < query.limit; i--) {
+      const stored = this.#posts.get(ids[i] as number) as StoredPost;
+      if (query.beforeId !== undefined && stored.id >= query.beforeId) continue;
+      if (query.authorId !== undefined && stored.authorId !== query.authorId) continue;
+      page.push(this.#toPost(stored));
+    }
+    return page;
+  }
+
+  #updatePost(update: PostUpdate): Result<Post, OwnedWriteFailure> {
+    const stored = this.#posts.get(update.id);
+    if (stored === undefined) return err("not-found");
+    if (stored.authorId !== update.authorId) return err("not-author");
+    if (update.changes.title !== undefined) stored.title = update.changes.title;
+    if (update.changes.content !== undefined) stored.content = update.changes.content;
+    // A copy: nextUpdatedAt may answer the caller's own `now`, which the caller could mutate later.
+    stored.updatedAt = new Date(nextUpdatedAt(stored.updatedAt, update.now));
+    return ok(this.#toPost(stored));
+  }
+
+  #deletePost(id: number, authorId: number): Result<void, OwnedWriteFailure> {
+    const stored = this.#posts.get(id);
+    if (stored === undefined) return err("not-found");
+    if (stored.authorId !== authorId) return err("not-author");
+    this.#posts.delete(id);
+    return ok(undefined);
+  }
+
+  // Copies, so that a caller mutating what it got cannot change what is stored.
+  #toPost(stored: StoredPost): Post {
+    const author = this.#users.get(stored.authorId) as User;
+    return {
+      id: stored.id,
+      title: stored.title,
+      content: stored.content,
+      createdAt: new Date(stored.createdAt),
+      updatedAt: new Date(stored.updatedAt),
+      author: { id: author.id, email: author.email },
+    };
+  }
+}

@@ -1,0 +1,583 @@
+import { describe, expect, it } from "vitest";
+import type { Post } from "../post.js";
+import { aPost, aUser } from "./builders.js";
+import type { OpenRepositories, RepositoryContractOptions } from "./repository-fixture.js";
+import { useRepositoryFixture } from "./use-repository-fixture.js";
+
+const CREATED_AT = new Date("2026-11-22T10:15:30.123Z");
+const at = (offsetMs: number) => new Date(CREATED_AT.getTime() + offsetMs);
+
+// About 2 MiB of UTF-8 mixing one-, three- and four-byte characters and line breaks.
+const LONG_CONTENT = "Lorem ipsum 가나다라 😀 dolor\r\n".repeat(Math.ceil((2 * 1024 * 1024) / 40));
+
+/** Texts a store must keep byte for byte: nothing trimmed, normalized or re-encoded. */
+const EXACT_TEXTS: ReadonlyArray<readonly [label: string, text: string]> = [
+  ["leading and trailing spaces", "  spaced out  "],
+  ["Korean", "안녕하세요, 게시판입니다"],
+  ["emoji, with skin tone and family sequences", "hi 😀👍🏽 👨‍👩‍👧‍👦"],
+  ["a title of 255 emoji", "😀".repeat(255)],
+  ["a title of 255 ASCII characters", "a".repeat(255)],
+  ["ideographic spaces around text", "\u3000제목\u3000"],
+  ["a decomposed accent (no Unicode normalization)", "cafe\u0301 café"],
+  ["tabs and line breaks", "a\tb\nc\r\nd"],
+  ["quotes, backslashes and SQL wildcards", `it's "quoted" \\ 100% _x_ ; -- drop`],
+];
+
+// A diff of two megabytes helps nobody: say where the texts part instead.
+function expectSameText(actual: string | undefined, expected: string): void {
+  if (actual === expected) return;
+  if (actual === undefined) throw new Error("expected a text, got undefined");
+  let i = 0;
+  while (i < actual.length && i < expected.length && actual[i] === expected[i]) i++;
+  throw new Error(
+    `text differs at UTF-16 index ${i} (length ${actual.length}, expected ${expected.length}): ` +
+      `${JSON.stringify(actual.slice(i, i + 20))} instead of ${JSON.stringify(expected.slice(i, i + 20))}`,
+  );
+}
+
+const ids = (posts: readonly Post[]) => posts.map((post) => post.id);
+
+/**
+ * Registers the behavioural tests every `PostRepository` must pass, under
+ * `describe(name)`: the port's JSDoc turned into checks, and nothing an implementation may
+ * choose freely. Run it from a test file once per implementation:
+ *
+ * ```ts
+ * postRepositoryContract("PGlite", async () => {
+ *   const db = await openTestDatabase();
+ *   return { posts: db.posts, users: db.users, close: () => db.close() };
+ * });
+ * ```
+ *
+ * `open` runs once for the suite (see {@link OpenRepositories} for what the tests assume of
+ * the store). Checks: create and read back every field, to the millisecond, with the author's
+ * id and email; a gone author; text kept exactly, up to a 2 MiB content; newest-first
+ * listing with limit, exclusive `beforeId` and author filter; keyset walks that neither skip
+ * nor repeat while posts are created; partial updates; the `updatedAt` rule of
+ * `nextUpdatedAt`; concurrent updates of different fields; not-found before
+ * not-author on update and delete.
+ */
+export function postRepositoryContract(
+  name: string,
+  open: OpenRepositories,
+  options: RepositoryContractOptions = {},
+): void {
+  describe(name, () => {
+    const fixture = useRepositoryFixture(open, options);
+    const test = (title: string, body: () => Promise<void>) => it(title, body, options.testTimeoutMs);
+
+    const newAuthor = () => aUser(fixture().users);
+    const newPost = (
+      author: { id: number },
+      overrides: { title?: string; content?: string; createdAt?: Date } = {},
+    ) => aPost(fixture().posts, author, overrides);
+    const stored = async (id: number) => fixture().posts.findById(id);
+    // A post id that is certain to name nothing: one that existed and was deleted.
+    const goneId = async () => {
+      const author = await newAuthor();
+      const post = await newPost(author);
+      await fixture().posts.delete({ id: post.id, authorId: author.id });
+      return post.id;
+    };
+
+    describe("create and findById", () => {
+      test("create answers the post with a new id, the text, createdAt as both timestamps and the author", async () => {
+        const author = await newAuthor();
+        const post = await fixture().posts.create({
+          authorId: author.id,
+          title: "제목",
+          content: "본문",
+          createdAt: CREATED_AT,
+        });
+        expect(post).toStrictEqual({
+          id: expect.any(Number),
+          title: "제목",
+          content: "본문",
+          createdAt: CREATED_AT,
+          updatedAt: CREATED_AT,
+          author: { id: author.id, email: author.email },
+        });
+        expect(Number.isSafeInteger(post?.id) && (post?.id ?? 0) > 0).toBe(true);
+      });
+
+      test("findById answers exactly what create answered", async () => {
+        const author = await newAuthor();
+        const post = await newPost(author, { title: "round", content: "trip" });
+        expect(await stored(post.id)).toStrictEqual(post);
+      });
+
+      test("keeps timestamps to the millisecond, without rounding or shifting", async () => {
+        const author = await newAuthor();
+        for (const createdAt of [
+          new Date("2026-11-22T10:15:30.001Z"),
+          new Date("2026-11-22T10:15:30.999Z"),
+          // The same local hour twice as European and then American clocks go back: a store that
+          // keeps wall-clock time reads one of each pair back an hour off in those time zones.
+          new Date("2026-10-25T00:30:00.500Z"),
+          new Date("2026-10-25T01:30:00.500Z"),
+          new Date("2026-11-01T05:30:00.250Z"),
+          new Date("2026-11-01T06:30:00.250Z"),
+          new Date("1999-12-31T23:59:59.999Z"),
+        ]) {
+          const post = await newPost(author, { createdAt });
+          const found = await stored(post.id);
+          expect(found?.createdAt.getTime()).toBe(createdAt.getTime());
+          expect(found?.updatedAt.getTime()).toBe(createdAt.getTime());
+        }
+      });
+
+      test("gives every new post a larger id than the one before", async () => {
+        const author = await newAuthor();
+        const first = await newPost(author);
+        const second = await newPost(author);
+        const third = await newPost(author);
+        expect(second.id).toBeGreaterThan(first.id);
+        expect(third.id).toBeGreaterThan(second.id);
+      });
+
+      test("answers undefined and stores nothing when the author no longer exists", async () => {
+        const author = await newAuthor();
+        await fixture().users.delete(author.id);
+        const post = await fixture().posts.create({
+          authorId: author.id,
+          title: "orphan",
+          content: "orphan",
+          createdAt: CREATED_AT,
+        });
+        expect(post).toBeUndefined();
+        expect(await fixture().posts.listPage({ limit: 10, authorId: author.id })).toEqual([]);
+      });
+
+      test("findById answers undefined for an id no post has", async () => {
+        expect(await stored(await goneId())).toBeUndefined();
+        expect(await stored(Number.MAX_SAFE_INTEGER)).toBeUndefined();
+      });
+    });
+
+    describe("text is stored exactly as given", () => {
+      for (const [label, text] of EXACT_TEXTS) {
+        test(`${label}: through create, findById, listPage and update`, async () => {
+          const author = await newAuthor();
+          const created = await newPost(author, { title: text, content: text });
+          expect(created.title).toBe(text);
+          expect(created.content).toBe(text);
+          const found = await stored(created.id);
+          expect(found?.title).toBe(text);
+          expect(found?.content).toBe(text);
+          const [listed] = await fixture().posts.listPage({ limit: 1, authorId: author.id });
+          expect(listed?.title).toBe(text);
+          expect(listed?.content).toBe(text);
+
+          const other = await newPost(author, { title: "before", content: "before" });
+          await fixture().posts.update({
+            id: other.id,
+            authorId: author.id,
+            changes: { title: text, content: text },
+            now: at(1),
+          });
+          const updated = await stored(other.id);
+          expect(updated?.title).toBe(text);
+          expect(updated?.content).toBe(text);
+        });
+      }
+
+      test("a 2 MiB content round-trips through create and update", async () => {
+        const author = await newAuthor();
+        const post = await newPost(author, { content: LONG_CONTENT });
+        expectSameText(post.content, LONG_CONTENT);
+        expectSameText((await stored(post.id))?.content, LONG_CONTENT);
+
+        const changed = `${LONG_CONTENT}끝`;
+        await fixture().posts.update({
+          id: post.id,
+          authorId: author.id,
+          changes: { content: changed },
+          now: at(1),
+        });
+        expectSameText((await stored(post.id))?.content, changed);
+      });
+    });
+
+    describe("listPage", () => {
+      test("lists newest first (id descending), each post in full", async () => {
+        const author = await newAuthor();
+        const first = await newPost(author, { title: "first" });
+        const second = await newPost(author, { title: "second" });
+        const third = await newPost(author, { title: "third" });
+        expect(await fixture().posts.listPage({ limit: 3 })).toStrictEqual([third, second, first]);
+        expect(await fixture().posts.listPage({ limit: 3, authorId: author.id })).toStrictEqual([
+          third,
+          second,
+          first,
+        ]);
+      });
+
+      test("answers at most limit posts", async () => {
+        const author = await newAuthor();
+        const posts = [];
+        for (let i = 0; i < 5; i++) posts.push(await newPost(author));
+        const [p1, p2, p3, p4, p5] = ids(posts);
+        expect(ids(await fixture().posts.listPage({ limit: 1, authorId: author.id }))).toEqual([p5]);
+        expect(ids(await fixture().posts.listPage({ limit: 2, authorId: author.id }))).toEqual([p5, p4]);
+        expect(ids(await fixture().posts.listPage({ limit: 100, authorId: author.id }))).toEqual([
+          p5,
+          p4,
+          p3,
+          p2,
+          p1,
+        ]);
+        expect(ids(await fixture().posts.listPage({ limit: 2 }))).toEqual([p5, p4]);
+      });
+
+      test("beforeId is exclusive: only posts with a smaller id", async () => {
+        const author = await newAuthor();
+        const first = await newPost(author);
+        const second = await newPost(author);
+        const third = await newPost(author);
+        expect(
+          ids(await fixture().posts.listPage({ limit: 10, beforeId: third.id, authorId: author.id })),
+        ).toEqual([second.id, first.id]);
+        expect(ids(await fixture().posts.listPage({ limit: 2, beforeId: third.id }))).toEqual([
+          second.id,
+          first.id,
+        ]);
+        expect(
+          await fixture().posts.listPage({ limit: 10, beforeId: first.id, authorId: author.id }),
+        ).toEqual([]);
+      });
+
+      test("beforeId need not name an existing post", async () => {
+        const author = await newAuthor();
+        const first = await newPost(author);
+        const second = await newPost(author);
+        const third = await newPost(author);
+        await fixture().posts.delete({ id: second.id, authorId: author.id });
+        expect(
+          ids(await fixture().posts.listPage({ limit: 10, beforeId: second.id, authorId: author.id })),
+        ).toEqual([first.id]);
+        expect(ids(await fixture().posts.listPage({ limit: 10, authorId: author.id }))).toEqual([
+          third.id,
+          first.id,
+        ]);
+      });
+
+      test("authorId keeps only that author's posts, newest first", async () => {
+        const a = await newAuthor();
+        const b = await newAuthor();
+        const a1 = await newPost(a);
+        const b1 = await newPost(b);
+        const a2 = await newPost(a);
+        const b2 = await newPost(b);
+        const a3 = await newPost(a);
+        expect(ids(await fixture().posts.listPage({ limit: 10, authorId: a.id }))).toEqual([
+          a3.id,
+          a2.id,
+          a1.id,
+        ]);
+        expect(ids(await fixture().posts.listPage({ limit: 10, authorId: b.id }))).toEqual([b2.id, b1.id]);
+        expect(ids(await fixture().posts.listPage({ limit: 2, authorId: a.id }))).toEqual([a3.id, a2.id]);
+      });
+
+      test("authorId combines with beforeId, even when beforeId is another author's post", async () => {
+        const a = await newAuthor();
+        const b = await newAuthor();
+        const a1 = await newPost(a);
+        const b1 = await newPost(b);
+        const a2 = await newPost(a);
+        const b2 = await newPost(b);
+        const a3 = await newPost(a);
+        expect(ids(await fixture().posts.listPage({ limit: 10, authorId: a.id, beforeId: a3.id }))).toEqual([
+          a2.id,
+          a1.id,
+        ]);
+        expect(ids(await fixture().posts.listPage({ limit: 10, authorId: a.id, beforeId: b2.id }))).toEqual([
+          a2.id,
+          a1.id,
+        ]);
+        expect(ids(await fixture().posts.listPage({ limit: 1, authorId: a.id, beforeId: b1.id }))).toEqual([
+          a1.id,
+        ]);
+        expect(ids(await fixture().posts.listPage({ limit: 10, authorId: b.id, beforeId: a3.id }))).toEqual([
+          b2.id,
+          b1.id,
+        ]);
+      });
+
+      test("an author without posts, or an id nobody has, gives an empty list", async () => {
+        const author = await newAuthor();
+        expect(await fixture().posts.listPage({ limit: 10, authorId: author.id })).toEqual([]);
+        expect(await fixture().posts.listPage({ limit: 10, authorId: Number.MAX_SAFE_INTEGER })).toEqual([]);
+      });
+
+      test("a keyset walk of one author visits every post once while posts are created between pages", async () => {
+        const author = await newAuthor();
+        const existing = [];
+        for (let i = 0; i < 7; i++) existing.push(await newPost(author));
+        const seen: number[] = [];
+        let beforeId: number | undefined;
+        for (let pages = 0; pages < 10; pages++) {
+          const page = await fixture().posts.listPage({
+            limit: 3,
+            authorId: author.id,
+            ...(beforeId === undefined ? {} : { beforeId }),
+          });
+          seen.push(...ids(page));
+          const last = page.at(-1);
+          if (page.length < 3 || last === undefined) break;
+          beforeId = last.id;
+          await newPost(author, { title: "created while walking" });
+        }
+        expect(seen).toEqual(ids(existing).reverse());
+      });
+
+      test("an unfiltered keyset walk visits every post once while posts are created between pages", async () => {
+        const a = await newAuthor();
+        const b = await newAuthor();
+        const existing = [];
+        for (let i = 0; i < 7; i++) existing.push(await newPost(i % 2 === 0 ? a : b));
+        const oldest = existing[0]?.id ?? 0;
+        const seen: number[] = [];
+        let beforeId: number | undefined;
+        // Older rows (earlier tests, other suites) may follow; stop once the walk passes ours.
+        for (let pages = 0; pages < 10; pages++) {
+          const page = await fixture().posts.listPage({
+            limit: 3,
+            ...(beforeId === undefined ? {} : { beforeId }),
+          });
+          seen.push(...ids(page).filter((id) => id >= oldest));
+          const last = page.at(-1);
+          if (page.length < 3 || last === undefined || last.id <= oldest) break;
+          beforeId = last.id;
+          await newPost(pages % 2 === 0 ? b : a, { title: "created while walking" });
+        }
+        expect(seen).toEqual(ids(existing).reverse());
+      });
+    });
+
+    describe("update", () => {
+      test("changes only the title when only the title is given", async () => {
+        const author = await newAuthor();
+        const post = await newPost(author, { title: "old title", content: "old content" });
+        const result = await fixture().posts.update({
+          id: post.id,
+          authorId: author.id,
+          changes: { title: "new title" },
+          now: at(1000),
+        });
+        const expected = { ...post, title: "new title", updatedAt: at(1000) };
+        expect(result).toStrictEqual({ ok: true, value: expected });
+        expect(await stored(post.id)).toStrictEqual(expected);
+      });
+
+      test("changes only the content when only the content is given", async () => {
+        const author = await newAuthor();
+        const post = await newPost(author, { title: "old title", content: "old content" });
+        const result = await fixture().posts.update({
+          id: post.id,
+          authorId: author.id,
+          changes: { content: "new content" },
+          now: at(1000),
+        });
+        const expected = { ...post, content: "new content", updatedAt: at(1000) };
+        expect(result).toStrictEqual({ ok: true, value: expected });
+        expect(await stored(post.id)).toStrictEqual(expected);
+      });
+
+      test("changes both when both are given, and nothing else", async () => {
+        const author = await newAuthor();
+        const post = await newPost(author, { title: "old title", content: "old content" });
+        const result = await fixture().posts.update({
+          id: post.id,
+          authorId: author.id,
+          changes: { title: "new title", content: "new content" },
+          now: at(1000),
+        });
+        const expected = { ...post, title: "new title", content: "new content", updatedAt: at(1000) };
+        expect(result).toStrictEqual({ ok: true, value: expected });
+        expect(await stored(post.id)).toStrictEqual(expected);
+      });
+
+      test("leaves the author's other posts alone", async () => {
+        const author = await newAuthor();
+        const target = await newPost(author);
+        const bystander = await newPost(author);
+        await fixture().posts.update({
+          id: target.id,
+          authorId: author.id,
+          changes: { title: "x" },
+          now: at(1),
+        });
+        expect(await stored(bystander.id)).toStrictEqual(bystander);
+      });
+
+      test("fails with not-found for an id no post has, whoever asks", async () => {
+        const someone = await newAuthor();
+        const id = await goneId();
+        expect(
+          await fixture().posts.update({ id, authorId: someone.id, changes: { title: "x" }, now: at(1) }),
+        ).toStrictEqual({ ok: false, error: "not-found" });
+        expect(
+          await fixture().posts.update({
+            id: Number.MAX_SAFE_INTEGER,
+            authorId: someone.id,
+            changes: { title: "x" },
+            now: at(1),
+          }),
+        ).toStrictEqual({ ok: false, error: "not-found" });
+      });
+
+      test("fails with not-author and changes nothing when someone else asks", async () => {
+        const author = await newAuthor();
+        const intruder = await newAuthor();
+        const post = await newPost(author);
+        expect(
+          await fixture().posts.update({
+            id: post.id,
+            authorId: intruder.id,
+            changes: { title: "hijacked", content: "hijacked" },
+            now: at(5000),
+          }),
+        ).toStrictEqual({ ok: false, error: "not-author" });
+        expect(await stored(post.id)).toStrictEqual(post);
+      });
+
+      test("stores now as updatedAt when the clock has moved past the previous updatedAt", async () => {
+        const author = await newAuthor();
+        const post = await newPost(author, { createdAt: CREATED_AT });
+        await fixture().posts.update({
+          id: post.id,
+          authorId: author.id,
+          changes: { title: "x" },
+          now: at(1),
+        });
+        const found = await stored(post.id);
+        expect(found?.updatedAt.getTime()).toBe(at(1).getTime());
+        expect(found?.createdAt.getTime()).toBe(CREATED_AT.getTime());
+      });
+
+      test("moves updatedAt one millisecond on when now has not moved, so repeated writes strictly increase it", async () => {
+        const author = await newAuthor();
+        const post = await newPost(author, { createdAt: CREATED_AT });
+        const first = await fixture().posts.update({
+          id: post.id,
+          authorId: author.id,
+          changes: { title: "one" },
+          now: CREATED_AT,
+        });
+        const second = await fixture().posts.update({
+          id: post.id,
+          authorId: author.id,
+          changes: { title: "two" },
+          now: CREATED_AT,
+        });
+        expect(first.ok && first.value.updatedAt.getTime()).toBe(CREATED_AT.getTime() + 1);
+        expect(second.ok && second.value.updatedAt.getTime()).toBe(CREATED_AT.getTime() + 2);
+        const found = await stored(post.id);
+        expect(found?.updatedAt.getTime()).toBe(CREATED_AT.getTime() + 2);
+        expect(found?.createdAt.getTime()).toBe(CREATED_AT.getTime());
+      });
+
+      test("moves updatedAt forward even when the clock is behind the previous updatedAt", async () => {
+        const author = await newAuthor();
+        const post = await newPost(author, { createdAt: CREATED_AT });
+        await fixture().posts.update({
+          id: post.id,
+          authorId: author.id,
+          changes: { title: "x" },
+          now: at(5000),
+        });
+        const behind = await fixture().posts.update({
+          id: post.id,
+          authorId: author.id,
+          changes: { title: "y" },
+          now: at(-60_000),
+        });
+        expect(behind.ok && behind.value.updatedAt.getTime()).toBe(at(5001).getTime());
+        const found = await stored(post.id);
+        expect(found?.updatedAt.getTime()).toBe(at(5001).getTime());
+        expect(found?.createdAt.getTime()).toBe(CREATED_AT.getTime());
+      });
+
+      test("keeps both fields when a title update and a content update run at the same time", async () => {
+        const author = await newAuthor();
+        for (let round = 0; round < 5; round++) {
+          const post = await newPost(author, { title: "old title", content: "old content" });
+          const [byTitle, byContent] = await Promise.all([
+            fixture().posts.update({
+              id: post.id,
+              authorId: author.id,
+              changes: { title: `title ${round}` },
+              now: CREATED_AT,
+            }),
+            fixture().posts.update({
+              id: post.id,
+              authorId: author.id,
+              changes: { content: `content ${round}` },
+              now: CREATED_AT,
+            }),
+          ]);
+          expect(byTitle.ok && byContent.ok).toBe(true);
+          const found = await stored(post.id);
+          expect({ title: found?.title, content: found?.content }).toEqual({
+            title: `title ${round}`,
+            content: `content ${round}`,
+          });
+          // Both writes landed in the same millisecond; each still moved updatedAt on.
+          const stamps = [byTitle, byContent].map((r) => (r.ok ? r.value.updatedAt.getTime() : Number.NaN));
+          expect(stamps.sort((x, y) => x - y)).toEqual([CREATED_AT.getTime() + 1, CREATED_AT.getTime() + 2]);
+          expect(found?.updatedAt.getTime()).toBe(CREATED_AT.getTime() + 2);
+        }
+      });
+    });
+
+    describe("delete", () => {
+      test("removes the author's post: findById answers undefined and listings skip it", async () => {
+        const author = await newAuthor();
+        const kept = await newPost(author);
+        const doomed = await newPost(author);
+        expect(await fixture().posts.delete({ id: doomed.id, authorId: author.id })).toStrictEqual({
+          ok: true,
+          value: undefined,
+        });
+        expect(await stored(doomed.id)).toBeUndefined();
+        expect(ids(await fixture().posts.listPage({ limit: 10, authorId: author.id }))).toEqual([kept.id]);
+        expect(await stored(kept.id)).toStrictEqual(kept);
+      });
+
+      test("fails with not-found for an id no post has, and for a post deleted already", async () => {
+        const author = await newAuthor();
+        const post = await newPost(author);
+        await fixture().posts.delete({ id: post.id, authorId: author.id });
+        expect(await fixture().posts.delete({ id: post.id, authorId: author.id })).toStrictEqual({
+          ok: false,
+          error: "not-found",
+        });
+        expect(
+          await fixture().posts.delete({ id: Number.MAX_SAFE_INTEGER, authorId: author.id }),
+        ).toStrictEqual({
+          ok: false,
+          error: "not-found",
+        });
+      });
+
+      test("fails with not-found, not not-author, when someone else names a post that is gone", async () => {
+        const intruder = await newAuthor();
+        expect(await fixture().posts.delete({ id: await goneId(), authorId: intruder.id })).toStrictEqual({
+          ok: false,
+          error: "not-found",
+        });
+      });
+
+      test("fails with not-author and keeps the post when someone else asks", async () => {
+        const author = await newAuthor();
+        const intruder = await newAuthor();
+        const post = await newPost(author);
+        expect(await fixture().posts.delete({ id: post.id, authorId: intruder.id })).toStrictEqual({
+          ok: false,
+          error: "not-author",
+        });
+        expect(await stored(post.id)).toStrictEqual(post);
+      });
+    });
+  });
+}

@@ -1,0 +1,35 @@
+import type { PostRepository } from "../ports/post-repository.js";
+import type { UserRepository } from "../ports/user-repository.js";
+
+/**
+ * The repositories a contract suite exercises. Both must work on the same store, because a
+ * post needs a stored author and deleting a user must remove their posts.
+ */
+export interface RepositoryFixture {
+  readonly posts: PostRepository;
+  readonly users: UserRepository;
+  /**
+   * Releases what opening acquired (a pool, an embedded database). Called once, after the
+   * suite's last test; leave it out when the store outlives the suite.
+   */
+  close?(): Promise<void>;
+}
+
+/**
+ * Opens the store a contract suite runs against. Called once per suite, before its first
+ * test, so an expensive store (an embedded PostgreSQL runs initdb) is opened once. The store
+ * need not be empty and is never reset: every test makes its own users and looks only at
+ * the rows it made, so the same store may serve several suites, one after the other, or
+ * keep rows from an earlier run. What the tests do assume is that nobody else writes to it
+ * while a test runs, because the unfiltered listings expect the newest posts to be the
+ * test's own.
+ */
+export type OpenRepositories = () => Promise<RepositoryFixture>;
+
+/** Time limits for slow stores; each defaults to what the vitest configuration says. */
+export interface RepositoryContractOptions {
+  /** Milliseconds allowed to open and to close the store. */
+  readonly hookTimeoutMs?: number;
+  /** Milliseconds allowed for each test. */
+  readonly testTimeoutMs?: number;
+}

@@ -1,0 +1,88 @@
+import { decodeCursor, encodeCursor } from "../cursor.js";
+import type { DomainErrorOf, FieldError } from "../errors.js";
+import { parseId } from "../ids.js";
+import { MESSAGES } from "../messages.js";
+import type { Post } from "../post.js";
+import { err, ok, type Result } from "../result.js";
+import type { Dependencies } from "./dependencies.js";
+
+/** Page size when the client names none. */
+export const DEFAULT_PAGE_SIZE = 20;
+/** Largest page a client may ask for. */
+export const MAX_PAGE_SIZE = 100;
+
+const DIGITS = /^[0-9]+$/;
+
+/** Input of {@link listPosts}, as received: numbers may arrive as digit strings. */
+export interface ListPostsQuery {
+  readonly size?: unknown;
+  readonly cursor?: unknown;
+  readonly userId?: unknown;
+}
+
+/** One page of posts, newest first. */
+export interface PostPage {
+  readonly posts: readonly Post[];
+  /** The size used. */
+  readonly size: number;
+  /** Continues after the last post; `null` exactly when no older post follows. */
+  readonly nextCursor: string | null;
+}
+
+function readSize(raw: unknown): number | undefined {
+  if (raw === undefined) return DEFAULT_PAGE_SIZE;
+  const size = typeof raw === "string" && DIGITS.test(raw) ? Number(raw) : raw;
+  return Number.isInteger(size) && (size as number) >= 1 && (size as number) <= MAX_PAGE_SIZE
+    ? (size as number)
+    : undefined;
+}
+
+/**
+ * Lists posts newest first (id descending), one keyset page at a time: the cursor names the
+ * last post seen, so a page costs the same at any depth and a walk visits every post that
+ * existed when it started exactly once, even while posts are being created. `size` is an
+ * integer from 1 to 100 (default 20); `userId`, when given, keeps one author's posts, and an
+ * id that names nobody gives an empty page. Every invalid parameter is listed in "validation".
+ */
+export async function listPosts(
+  deps: Pick<Dependencies, "posts">,
+  query: ListPostsQuery,
+): Promise<Result<PostPage, DomainErrorOf<"validation">>> {
+  const errors: FieldError[] = [];
+
+  const size = readSize(query.size);
+  if (size === undefined) errors.push({ field: "size", message: MESSAGES.sizeInvalid });
+
+  let beforeId: number | undefined;
+  if (query.cursor !== undefined) {
+    beforeId = typeof query.cursor === "string" ? decodeCursor(query.cursor) : undefined;
+    if (beforeId === undefined) errors.push({ field: "cursor", message: MESSAGES.cursorInvalid });
+  }
+
+  let authorId: number | undefined;
+  let nobody = false;
+  if (query.userId !== undefined) {
+    const raw = typeof query.userId === "number" ? String(query.userId) : query.userId;
+    if (typeof raw !== "string" || !DIGITS.test(raw)) {
+      errors.push({ field: "userId", message: MESSAGES.userIdInvalid });
+    } else {
+      authorId = parseId(raw);
+      // Digits that cannot be an id (zero, beyond 64 bits) name no author: an empty page.
+      nobody = authorId === undefined;
+    }
+  }
+
+  if (errors.length > 0 || size === undefined) return err({ kind: "validation", errors });
+  if (nobody) return ok({ posts: [], size, nextCursor: null });
+
+  // One extra row tells whether an older post follows, so there is never a trailing empty page.
+  const rows = await deps.posts.listPage({
+    limit: size + 1,
+    ...(beforeId === undefined ? {} : { beforeId }),
+    ...(authorId === undefined ? {} : { authorId }),
+  });
+  const posts = rows.length > size ? rows.slice(0, size) : rows;
+  const last = posts.at(-1);
+  const nextCursor = rows.length > size && last !== undefined ? encodeCursor(last.id) : null;
+  return ok({ posts, size, nextCursor });
+}

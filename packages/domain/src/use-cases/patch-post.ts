@@ -1,0 +1,60 @@
+import type { DomainErrorOf, FieldError } from "../errors.js";
+import { parseId } from "../ids.js";
+import type { Post, PostChanges } from "../post.js";
+import { checkContent, checkTitle } from "../post-rules.js";
+import type { Principal } from "../principal.js";
+import { err, ok, type Result } from "../result.js";
+import type { Dependencies } from "./dependencies.js";
+
+/** Input of {@link patchPost}; `null` and absent fields both mean "leave unchanged". */
+export interface PatchPostCommand {
+  readonly principal: Principal;
+  /** The id as it appeared in the request. */
+  readonly postId: string;
+  readonly title?: unknown;
+  readonly content?: unknown;
+}
+
+/**
+ * Changes the title and/or content of the principal's own post. Checks, in order:
+ * neither field present → "empty-patch"; a present field invalid → "validation" (every
+ * failing field listed); no such post (including an id beyond 64 bits) → "post-not-found";
+ * someone else's post → "not-post-author". Only present fields change, atomically, and
+ * updatedAt moves strictly forward.
+ */
+export async function patchPost(
+  deps: Pick<Dependencies, "posts" | "clock">,
+  command: PatchPostCommand,
+): Promise<Result<Post, DomainErrorOf<"empty-patch" | "validation" | "post-not-found" | "not-post-author">>> {
+  const hasTitle = command.title !== undefined && command.title !== null;
+  const hasContent = command.content !== undefined && command.content !== null;
+  if (!hasTitle && !hasContent) return err({ kind: "empty-patch" });
+
+  const errors: FieldError[] = [];
+  const changes: { title?: string; content?: string } = {};
+  if (hasTitle) {
+    const problem = checkTitle(command.title);
+    if (problem === undefined) changes.title = command.title as string;
+    else errors.push({ field: "title", message: problem });
+  }
+  if (hasContent) {
+    const problem = checkContent(command.content);
+    if (problem === undefined) changes.content = command.content as string;
+    else errors.push({ field: "content", message: problem });
+  }
+  if (errors.length > 0) return err({ kind: "validation", errors });
+
+  const id = parseId(command.postId);
+  if (id === undefined) return err({ kind: "post-not-found" });
+
+  const updated = await deps.posts.update({
+    id,
+    authorId: command.principal.userId,
+    changes: changes satisfies PostChanges,
+    now: deps.clock.now(),
+  });
+  if (updated.ok) return ok(updated.value);
+  return updated.error === "not-found"
+    ? err({ kind: "post-not-found" })
+    : err({ kind: "not-post-author", action: "modify" });
+}

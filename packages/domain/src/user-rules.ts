@@ -1,0 +1,56 @@
+import type { FieldError } from "./errors.js";
+import { MESSAGES } from "./messages.js";
+import { codePointLength } from "./post-rules.js";
+import { normalizeEmail } from "./user.js";
+
+/** Longest stored email, in code points after normalization. */
+export const EMAIL_MAX_LENGTH = 255;
+/** Password bounds, in code points. */
+export const PASSWORD_MIN_LENGTH = 8;
+export const PASSWORD_MAX_LENGTH = 128;
+
+// One "@", something on each side, a dot in the domain, no white space or control characters.
+// It backtracks quadratically over a domain of many dots, so it only ever sees bounded input.
+const EMAIL = /^[^\s@\p{Cc}]+@[^\s@\p{Cc}]+\.[^\s@\p{Cc}]+$/u;
+
+// A code point is at most two UTF-16 units: anything longer is over the limit without counting.
+const EMAIL_MAX_UNITS = EMAIL_MAX_LENGTH * 2;
+const PASSWORD_MAX_UNITS = PASSWORD_MAX_LENGTH * 2;
+
+/**
+ * Checks an email address and answers its normalized form (trimmed, lower-cased), or
+ * `undefined` when it is not a string, not an address, or longer than 255 code points
+ * once normalized.
+ */
+export function parseEmail(value: unknown): string | undefined {
+  if (typeof value !== "string") return undefined;
+  const email = normalizeEmail(value);
+  if (email.length > EMAIL_MAX_UNITS || !email.isWellFormed() || !EMAIL.test(email)) return undefined;
+  return codePointLength(email) <= EMAIL_MAX_LENGTH ? email : undefined;
+}
+
+/** Whether a value is a string of 8 to 128 code points, the only passwords accepted. */
+export function isAcceptablePassword(value: unknown): value is string {
+  if (typeof value !== "string" || value.length < PASSWORD_MIN_LENGTH || value.length > PASSWORD_MAX_UNITS) {
+    return false;
+  }
+  const length = codePointLength(value);
+  return length >= PASSWORD_MIN_LENGTH && length <= PASSWORD_MAX_LENGTH;
+}
+
+/**
+ * Validates registration input and lists every failing field, email first. Answers the
+ * normalized email and the password, or the field errors.
+ */
+export function validateCredentials(
+  email: unknown,
+  password: unknown,
+): { readonly email: string; readonly password: string } | { readonly errors: readonly FieldError[] } {
+  const errors: FieldError[] = [];
+  const normalized = parseEmail(email);
+  if (normalized === undefined) errors.push({ field: "email", message: MESSAGES.emailInvalid });
+  const passwordOk = isAcceptablePassword(password);
+  if (!passwordOk) errors.push({ field: "password", message: MESSAGES.passwordInvalid });
+  if (normalized === undefined || !passwordOk) return { errors };
+  return { email: normalized, password };
+}
