@@ -1,0 +1,83 @@
+import { Kysely, PostgresDialect } from "kysely";
+import pg from "pg";
+import { closeOnce } from "./close-once.js";
+import type { Database } from "./database.js";
+import type { DatabaseHandle } from "./database-handle.js";
+import { TYPE_PARSERS } from "./type-parsers.js";
+
+/** How to reach a PostgreSQL server and how patient to be with it. */
+export interface PostgresDatabaseOptions {
+  /** `postgres://user:password@host:port/database?…`, as `pg` reads it. */
+  readonly connectionString: string;
+  /** Most connections open at once. Default 10. */
+  readonly poolSize?: number;
+  /**
+   * Longest wait for a connection, whether a new one is being opened or every one is busy;
+   * then the query fails with an error `isDatabaseUnavailable` recognizes. Default 3000 ms.
+   */
+  readonly connectionTimeoutMillis?: number;
+  /** The server cancels a statement running longer (SQLSTATE 57014). 0 disables. Default 5000 ms. */
+  readonly statementTimeoutMillis?: number;
+  /**
+   * The client gives up on an answer after this long, for a server that has stopped answering
+   * without closing the connection. 0 disables. Default: the statement timeout plus one second
+   * (disabled when the statement timeout is).
+   */
+  readonly queryTimeoutMillis?: number;
+  /** An idle connection is closed after this long. Default 10000 ms. */
+  readonly idleTimeoutMillis?: number;
+  /** Shown in `pg_stat_activity`. Default `posts-service`. */
+  readonly applicationName?: string;
+  /**
+   * Told about the first error of a pooled connection, idle or checked out: the server
+   * terminating it, the network cutting it. The pool discards such a connection by itself, and
+   * a statement it cuts short fails with an error `isDatabaseUnavailable` recognizes; this is
+   * only for the logs. (The name dates from when only idle connections were reported.)
+   */
+  readonly onIdleClientError?: (error: Error) => void;
+}
+
+/**
+ * Opens a pool of connections to a PostgreSQL server; connections are made on first use, so
+ * this does not fail when the server is down. Every connection reads int8 and timestamptz with
+ * this adapter's parsers (set on this pool only, never on `pg`'s global defaults).
+ */
+export function createPostgresDatabase(options: PostgresDatabaseOptions): DatabaseHandle {
+  const statementTimeout = options.statementTimeoutMillis ?? 5000;
+  const queryTimeout = options.queryTimeoutMillis ?? (statementTimeout > 0 ? statementTimeout + 1000 : 0);
+
+  const types = new pg.TypeOverrides();
+  for (const [oid, parse] of Object.entries(TYPE_PARSERS)) types.setTypeParser(Number(oid), parse);
+
+  const pool = new pg.Pool({
+    connectionString: options.connectionString,
+    max: options.poolSize ?? 10,
+    connectionTimeoutMillis: options.connectionTimeoutMillis ?? 3000,
+    idleTimeoutMillis: options.idleTimeoutMillis ?? 10_000,
+    // pg sends statement_timeout at connect time; 0 means none, as in PostgreSQL.
+    statement_timeout: statementTimeout,
+    ...(queryTimeout > 0 ? { query_timeout: queryTimeout } : {}),
+    application_name: options.applicationName ?? "posts-service",
+    // Lets the kernel notice a peer that vanished without closing the connection.
+    keepAlive: true,
+    types,
+  });
+  // pg emits "error" on a client whose connection fails, and pg-pool listens only while the
+  // client is idle: on a checked-out one the event would have no listener, and Node would throw
+  // it out of the event loop and crash the process. So every client gets its own listener for
+  // life, which reports its first error (a failing connection often emits a second, e.g. 57P01
+  // then "Connection terminated unexpectedly").
+  pool.on("connect", (client) => {
+    let reported = false;
+    client.on("error", (error) => {
+      if (reported) return;
+      reported = true;
+      options.onIdleClientError?.(error);
+    });
+  });
+  // pg-pool re-emits here the error of an idle client it has discarded: already reported above.
+  pool.on("error", () => {});
+
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  return { db, engine: "postgres", close: closeOnce(db) };
+}

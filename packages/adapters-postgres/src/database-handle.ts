@@ -1,0 +1,16 @@
+import type { Kysely } from "kysely";
+import type { Database } from "./database.js";
+
+/** Which PostgreSQL a handle talks to: a server through `pg`, or PGlite in this process. */
+export type DatabaseEngine = "postgres" | "pglite";
+
+/** An open database: the query builder for the repositories, and how to let it go. */
+export interface DatabaseHandle {
+  readonly db: Kysely<Database>;
+  readonly engine: DatabaseEngine;
+  /**
+   * Closes the pool (waiting for checked-out connections to come back) or the embedded
+   * database. Idempotent; the handle cannot be used afterwards.
+   */
+  close(): Promise<void>;
+}

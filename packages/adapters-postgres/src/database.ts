@@ -1,0 +1,33 @@
+import type { ColumnType, GeneratedAlways } from "kysely";
+
+/**
+ * A `timestamptz` column: read as a `Date` (the instant), written as an ISO 8601 string with
+ * its offset, so that what is stored never depends on the process or session time zone.
+ */
+export type Timestamp = ColumnType<Date, string, string>;
+
+/** The `users` table. */
+export interface UsersTable {
+  readonly id: GeneratedAlways<number>;
+  /** Unique case-insensitively (unique index on `lower(email)`). */
+  email: string;
+  password_hash: string;
+  created_at: Timestamp;
+}
+
+/** The `posts` table. A post goes when its author goes (`on delete cascade`). */
+export interface PostsTable {
+  readonly id: GeneratedAlways<number>;
+  /** `varchar(255)`: at most 255 code points. */
+  title: string;
+  content: string;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+  user_id: number;
+}
+
+/** The schema as Kysely sees it, after every migration has run. */
+export interface Database {
+  users: UsersTable;
+  posts: PostsTable;
+}

@@ -1,0 +1,61 @@
+import { type Kysely, type Migration, sql } from "kysely";
+
+// Migrations see the schema as it was when they were written, not as `Database` says it is now.
+// biome-ignore lint/suspicious/noExplicitAny: Kysely's recommended type for migrations.
+type AnyDatabase = Kysely<any>;
+
+/**
+ * Every schema change, by name; Kysely runs them in name order and records each one in
+ * `kysely_migration`. Defined in code rather than read from files, so that they run the same
+ * from the sources and from `dist`. Never edit one that has been released: add the next.
+ */
+export const MIGRATIONS: Readonly<Record<string, Migration>> = {
+  "0001_create_users": {
+    async up(db: AnyDatabase) {
+      await db.schema
+        .createTable("users")
+        .addColumn("id", "bigint", (column) => column.generatedAlwaysAsIdentity().primaryKey())
+        .addColumn("email", "text", (column) => column.notNull())
+        .addColumn("password_hash", "text", (column) => column.notNull())
+        .addColumn("created_at", "timestamptz", (column) => column.notNull())
+        .execute();
+      // Unique whatever the case, even if a caller forgets to normalize. Also the index that
+      // serves lookups by email and the ON CONFLICT of user creation.
+      await db.schema
+        .createIndex("users_email_lower_key")
+        .on("users")
+        .unique()
+        .expression(sql`lower(email)`)
+        .execute();
+    },
+    async down(db: AnyDatabase) {
+      await db.schema.dropTable("users").execute();
+    },
+  },
+  "0002_create_posts": {
+    async up(db: AnyDatabase) {
+      await db.schema
+        .createTable("posts")
+        .addColumn("id", "bigint", (column) => column.generatedAlwaysAsIdentity().primaryKey())
+        // varchar counts code points, as the contract's 255-character limit does.
+        .addColumn("title", "varchar(255)", (column) => column.notNull())
+        .addColumn("content", "text", (column) => column.notNull())
+        .addColumn("created_at", "timestamptz", (column) => column.notNull())
+        .addColumn("updated_at", "timestamptz", (column) => column.notNull())
+        .addColumn("user_id", "bigint", (column) =>
+          column.notNull().references("users.id").onDelete("cascade"),
+        )
+        .execute();
+      // One author's posts newest first, for the filtered keyset page and for the cascade.
+      // The primary key already serves the unfiltered page.
+      await db.schema
+        .createIndex("posts_user_id_id_idx")
+        .on("posts")
+        .columns(["user_id", "id desc"])
+        .execute();
+    },
+    async down(db: AnyDatabase) {
+      await db.schema.dropTable("posts").execute();
+    },
+  },
+};

@@ -1,0 +1,94 @@
+import { err, type NewUser, ok, type Result, type User, type UserRepository } from "@posts/domain";
+import { type Kysely, sql } from "kysely";
+import type { Database } from "./database.js";
+import { type PreparedStatement, prepare } from "./prepare.js";
+import { SQLSTATE_UNIQUE_VIOLATION, sqlStateOf } from "./sql-state.js";
+import { toUser, type UserRow } from "./user-row.js";
+
+const USER_COLUMNS = ["id", "email", "password_hash", "created_at"] as const;
+
+interface CreateValues {
+  readonly email: string;
+  readonly passwordHash: string;
+  readonly createdAt: string;
+}
+
+/**
+ * `UserRepository` on PostgreSQL (a server through `pg`, or PGlite). Emails are unique
+ * case-insensitively through the unique index on `lower(email)`, whatever the caller
+ * normalized. Deleting a user removes their posts in the same statement (`on delete cascade`).
+ * Every statement is compiled once, when the repository is made.
+ */
+export class PostgresUserRepository implements UserRepository {
+  readonly #create: PreparedStatement<CreateValues, UserRow>;
+  readonly #findByEmail: PreparedStatement<{ email: string }, UserRow>;
+  readonly #findById: PreparedStatement<{ id: number }, UserRow>;
+  readonly #delete: PreparedStatement<{ id: number }, { readonly id: number }>;
+
+  constructor(db: Kysely<Database>) {
+    // A taken email inserts nothing and returns no row, instead of failing the statement.
+    this.#create = prepare(db, (p: CreateValues) =>
+      db
+        .insertInto("users")
+        .values({ email: p.email, password_hash: p.passwordHash, created_at: p.createdAt })
+        .onConflict((conflict) => conflict.expression(sql`lower(email)`).doNothing())
+        .returning(USER_COLUMNS)
+        .compile(),
+    );
+    // Written as the unique index's expression, so that the index answers it.
+    this.#findByEmail = prepare(db, (p: { email: string }) =>
+      db
+        .selectFrom("users")
+        .select(USER_COLUMNS)
+        .where(sql`lower(email)`, "=", sql<string>`lower(${p.email})`)
+        .compile(),
+    );
+    this.#findById = prepare(db, (p: { id: number }) =>
+      db.selectFrom("users").select(USER_COLUMNS).where("id", "=", p.id).compile(),
+    );
+    this.#delete = prepare(db, (p: { id: number }) =>
+      db.deleteFrom("users").where("id", "=", p.id).returning("id").compile(),
+    );
+  }
+
+  async create(user: NewUser): Promise<Result<User, "email-taken">> {
+    let rows: UserRow[];
+    try {
+      rows = await this.#create({
+        email: user.email,
+        passwordHash: user.passwordHash,
+        createdAt: user.createdAt.toISOString(),
+      });
+    } catch (error) {
+      // ON CONFLICT covers the conflicts it can see; this covers any other way to the same one.
+      // A clash on another key (an id) is no taken email: it propagates.
+      if (sqlStateOf(error) === SQLSTATE_UNIQUE_VIOLATION && isEmailIndex(error)) return err("email-taken");
+      throw error;
+    }
+    const [row] = rows;
+    return row === undefined ? err("email-taken") : ok(toUser(row));
+  }
+
+  async findByEmail(email: string): Promise<User | undefined> {
+    const [row] = await this.#findByEmail({ email });
+    return row === undefined ? undefined : toUser(row);
+  }
+
+  async findById(id: number): Promise<User | undefined> {
+    const [row] = await this.#findById({ id });
+    return row === undefined ? undefined : toUser(row);
+  }
+
+  async delete(id: number): Promise<boolean> {
+    // The foreign key's ON DELETE CASCADE removes the user's posts within this statement.
+    const rows = await this.#delete({ id });
+    return rows.length > 0;
+  }
+}
+
+/** Whether a unique violation names the email index (the migration `0001_create_users` made it). */
+function isEmailIndex(error: unknown): boolean {
+  const constraint = (error as { constraint?: unknown }).constraint;
+  // A driver that does not say which constraint failed leaves email as the only plausible one.
+  return constraint === undefined || constraint === "users_email_lower_key";
+}

@@ -1,0 +1,54 @@
+import type { CompiledQuery, Kysely } from "kysely";
+import type { Database } from "./database.js";
+
+/** Stands in for a named value while a statement is compiled; replaced at each execution. */
+class Placeholder {
+  constructor(readonly name: string) {}
+}
+
+/** Runs a statement compiled once by {@link prepare} with this execution's values. */
+export type PreparedStatement<P, Row> = (values: P) => Promise<Row[]>;
+
+/**
+ * Compiles a statement once and answers a function that runs it with new values, so a hot path
+ * pays neither for building the query tree nor for compiling it to SQL. `build` receives
+ * stand-ins for the values, typed as `P`, and must put them where values go (comparisons,
+ * `values`, `limit`, `sql` template slots); each one becomes a bound parameter, never SQL text.
+ * Optional members of `P` serve statements built in variants: a variant that does not use a
+ * value may be run without it; running one without a value it uses throws.
+ *
+ * ```ts
+ * const byId = prepare(db, (p: { id: number }) =>
+ *   db.selectFrom("posts").selectAll().where("id", "=", p.id).compile());
+ * const rows = await byId({ id: 7 });
+ * ```
+ */
+export function prepare<P extends object, Row>(
+  db: Kysely<Database>,
+  build: (values: Required<P>) => CompiledQuery<Row>,
+): PreparedStatement<P, Row> {
+  const standIns = new Proxy(
+    {},
+    {
+      get: (_target, name) => {
+        if (typeof name !== "string") throw new TypeError("prepared statement values are named by strings");
+        return new Placeholder(name);
+      },
+    },
+  ) as Required<P>;
+  const compiled = build(standIns);
+  // For each parameter slot: the name of the value it takes, or the constant compiled into it.
+  const slots = compiled.parameters.map((parameter) =>
+    parameter instanceof Placeholder ? { name: parameter.name } : { constant: parameter },
+  );
+  return async (values) => {
+    const parameters = slots.map((slot) => {
+      if ("constant" in slot) return slot.constant;
+      const value = (values as Record<string, unknown>)[slot.name];
+      if (value === undefined) throw new TypeError(`prepared statement needs a value for "${slot.name}"`);
+      return value;
+    });
+    const result = await db.executeQuery<Row>({ ...compiled, parameters });
+    return result.rows;
+  };
+}

@@ -1,0 +1,2 @@
+export { type OpenTestDatabaseOptions, openTestDatabase, type TestDatabase } from "./open-test-database.js";
+export { truncateTables } from "./truncate-tables.js";

@@ -1,0 +1,138 @@
+import { createPostgresDatabase, isDatabaseUnavailable } from "@posts/adapters-postgres";
+import { sql } from "kysely";
+import { afterEach, describe, expect, it } from "vitest";
+import { useTestDatabase } from "./use-test-database.js";
+
+const withCode = (code: string, message = `failed with ${code}`) =>
+  Object.assign(new Error(message), { code });
+
+const failureOf = (promise: Promise<unknown>) =>
+  promise.then(
+    () => {
+      throw new Error("expected a failure");
+    },
+    (error: unknown) => error,
+  );
+
+describe("isDatabaseUnavailable", () => {
+  it.each([
+    ["connection refused", withCode("ECONNREFUSED")],
+    ["connection reset", withCode("ECONNRESET")],
+    ["host not found", withCode("ENOTFOUND")],
+    ["every address refused (AggregateError)", new AggregateError([withCode("ECONNREFUSED")], "")],
+    ["statement timeout", withCode("57014", "canceling statement due to statement timeout")],
+    ["administrator shutdown", withCode("57P01", "terminating connection due to administrator command")],
+    ["server starting", withCode("57P03", "the database system is starting up")],
+    ["too many connections", withCode("53300")],
+    ["any connection exception (class 08)", withCode("08006")],
+    ["connection lost mid-query", new Error("Connection terminated unexpectedly")],
+    ["connect timeout", new Error("Connection terminated due to connection timeout")],
+    ["pool acquire timeout", new Error("timeout exceeded when trying to connect")],
+    ["query_timeout", new Error("Query read timeout")],
+    ["a cause that is one", new Error("wrapped", { cause: withCode("ECONNRESET") })],
+  ])("recognizes %s", (_label, error) => {
+    expect(isDatabaseUnavailable(error)).toBe(true);
+  });
+
+  const cyclic: Error & { cause?: unknown } = new Error("cyclic");
+  cyclic.cause = cyclic;
+  it.each([
+    ["a unique violation", withCode("23505")],
+    ["a missing table", withCode("42P01")],
+    ["a value too long", withCode("22001")],
+    ["an int8 beyond 2^53", new RangeError("int8 value 9007199254741002 is beyond …")],
+    ["a plain error", new Error("boom")],
+    ["a cause chain that loops", cyclic],
+    ["undefined", undefined],
+    ["a string", "ECONNREFUSED"],
+  ])("does not take %s for unavailability", (_label, error) => {
+    expect(isDatabaseUnavailable(error)).toBe(false);
+  });
+});
+
+describe("errors from a pool that cannot reach its server", () => {
+  it.each([
+    ["127.0.0.1", "postgres://postgres@127.0.0.1:1/postgres"],
+    ["localhost (several addresses)", "postgres://postgres@localhost:1/postgres"],
+  ])("are recognized for a refused connection to %s", async (_label, connectionString) => {
+    const handle = createPostgresDatabase({ connectionString });
+    try {
+      const error = await failureOf(sql`SELECT 1`.execute(handle.db));
+      expect(isDatabaseUnavailable(error)).toBe(true);
+    } finally {
+      await handle.close();
+    }
+  });
+});
+
+describe("errors from a PostgreSQL server", () => {
+  const database = useTestDatabase("postgres");
+  const connectionString = () => {
+    const url = database().connectionString;
+    if (url === undefined) throw new Error("no server");
+    return url;
+  };
+  const handles: Array<{ close(): Promise<void> }> = [];
+  const open = (options: Omit<Parameters<typeof createPostgresDatabase>[0], "connectionString">) => {
+    const handle = createPostgresDatabase({ connectionString: connectionString(), ...options });
+    handles.push(handle);
+    return handle;
+  };
+  afterEach(async () => {
+    await Promise.all(handles.splice(0).map((handle) => handle.close()));
+  });
+  const skipWithoutServer = (context: { skip(): void }) => {
+    if (database().connectionString === undefined) context.skip();
+  };
+  const terminate = (applicationName: string) =>
+    sql<{ terminated: boolean }>`
+      SELECT pg_terminate_backend(pid) AS terminated FROM pg_stat_activity
+      WHERE application_name = ${applicationName}`.execute(database().db);
+
+  it("recognizes a statement that ran into statement_timeout", async (context) => {
+    skipWithoutServer(context);
+    const { db } = open({ statementTimeoutMillis: 100 });
+    const error = await failureOf(sql`SELECT pg_sleep(2)`.execute(db));
+    expect((error as { code?: string }).code).toBe("57014");
+    expect(isDatabaseUnavailable(error)).toBe(true);
+  });
+
+  it("recognizes a pool that had no connection to give in time", async (context) => {
+    skipWithoutServer(context);
+    const { db } = open({ poolSize: 1, connectionTimeoutMillis: 200 });
+    const busy = sql`SELECT pg_sleep(1)`.execute(db);
+    const error = await failureOf(sql`SELECT 1`.execute(db));
+    await busy;
+    expect(isDatabaseUnavailable(error)).toBe(true);
+  });
+
+  it("recognizes a connection the server terminated during a statement", async (context) => {
+    skipWithoutServer(context);
+    const { db } = open({ applicationName: "terminated-while-busy" });
+    const running = failureOf(sql`SELECT pg_sleep(10)`.execute(db));
+    for (
+      let i = 0;
+      i < 100 && !(await terminate("terminated-while-busy")).rows.some((row) => row.terminated);
+      i++
+    ) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    const error = await running;
+    expect(isDatabaseUnavailable(error)).toBe(true);
+  });
+
+  it("survives the server terminating an idle pooled connection, tells the listener, and reconnects", async (context) => {
+    skipWithoutServer(context);
+    const idleErrors: Error[] = [];
+    const { db } = open({
+      applicationName: "terminated-while-idle",
+      onIdleClientError: (e) => idleErrors.push(e),
+    });
+    await sql`SELECT 1`.execute(db);
+    expect((await terminate("terminated-while-idle")).rows).toEqual([{ terminated: true }]);
+    for (let i = 0; i < 100 && idleErrors.length === 0; i++) await new Promise((r) => setTimeout(r, 20));
+    expect(idleErrors).toHaveLength(1);
+    expect(isDatabaseUnavailable(idleErrors[0])).toBe(true);
+    expect((await sql<{ one: number }>`SELECT 1 AS one`.execute(db)).rows).toEqual([{ one: 1 }]);
+  });
+});

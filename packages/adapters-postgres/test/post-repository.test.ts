@@ -1,0 +1,222 @@
+import type { TestDatabase } from "@posts/adapters-postgres/testing";
+import type { Post, PostUpdate, Result } from "@posts/domain";
+import { sql } from "kysely";
+import { beforeEach, describe, expect, it } from "vitest";
+import { ENGINES, useTestDatabase } from "./use-test-database.js";
+
+const CREATED_AT = new Date("2026-11-22T10:15:30.123Z");
+
+async function anAuthor(database: TestDatabase, email = `writer-${Math.random()}@example.com`) {
+  const created = await database.users.create({ email, passwordHash: "hash", createdAt: CREATED_AT });
+  if (!created.ok) throw new Error(created.error);
+  return created.value;
+}
+
+async function aPost(
+  database: TestDatabase,
+  authorId: number,
+  text: { title?: string; content?: string } = {},
+) {
+  const post = await database.posts.create({
+    authorId,
+    title: text.title ?? "title",
+    content: text.content ?? "content",
+    createdAt: CREATED_AT,
+  });
+  if (post === undefined) throw new Error("author gone");
+  return post;
+}
+
+const sqlStateOf = (promise: Promise<unknown>) =>
+  promise.then(
+    () => "no error",
+    (error: { code?: string }) => error.code,
+  );
+
+/**
+ * Runs `write` while another transaction holds `lock` uncommitted, waits until `write` is
+ * blocked on it, then commits that transaction: a concurrent change landing at the worst moment.
+ * Needs a PostgreSQL server (PGlite has a single connection).
+ */
+async function whileLocked<T>(
+  database: TestDatabase,
+  lock: ReturnType<typeof sql>,
+  write: () => Promise<T>,
+): Promise<T> {
+  let pending: Promise<T> | undefined;
+  await database.db.transaction().execute(async (trx) => {
+    await lock.execute(trx);
+    pending = write();
+    pending.catch(() => {});
+    for (let waited = 0; ; waited += 20) {
+      const blocked = await sql<{ count: number }>`
+        SELECT count(*)::int AS count FROM pg_stat_activity
+        WHERE datname = current_database() AND wait_event_type = 'Lock'`.execute(database.db);
+      if ((blocked.rows[0]?.count ?? 0) > 0) break;
+      if (waited > 5000) throw new Error("the write never waited for the lock");
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  });
+  if (pending === undefined) throw new Error("unreachable");
+  return pending;
+}
+
+describe.each(ENGINES)("PostgresPostRepository on %s", (engine) => {
+  const database = useTestDatabase(engine);
+  beforeEach(async () => database().truncate());
+  const onServer = () => database().connectionString !== undefined;
+
+  it("loses no change when 20 partial updates of different fields run at once", async () => {
+    const author = await anAuthor(database());
+    const post = await aPost(database(), author.id, { title: "title 0", content: "content 0" });
+    const updates: PostUpdate[] = Array.from({ length: 20 }, (_, i) => ({
+      id: post.id,
+      authorId: author.id,
+      changes: i % 2 === 0 ? { title: `title ${i + 1}` } : { content: `content ${i + 1}` },
+      // All in the same millisecond: updatedAt must still move on by one for each.
+      now: CREATED_AT,
+    }));
+    const results = await Promise.all(updates.map((update) => database().posts.update(update)));
+
+    const applied = results.map((result, i) => {
+      if (!result.ok) throw new Error(`update ${i} failed: ${result.error}`);
+      return { update: updates[i] as PostUpdate, post: result.value };
+    });
+    applied.sort((a, b) => a.post.updatedAt.getTime() - b.post.updatedAt.getTime());
+    expect(applied.map(({ post }) => post.updatedAt.getTime() - CREATED_AT.getTime())).toEqual(
+      Array.from({ length: 20 }, (_, i) => i + 1),
+    );
+    // Replayed one after the other in updatedAt order, each update must have seen every earlier
+    // one: what it answered is the post with all of them applied.
+    let expected: Post = post;
+    for (const { update, post: answered } of applied) {
+      expected = { ...expected, ...update.changes, updatedAt: answered.updatedAt };
+      expect(answered).toStrictEqual(expected);
+    }
+    expect(await database().posts.findById(post.id)).toStrictEqual(expected);
+  });
+
+  it("stores a 255-emoji title and a 2 MiB content byte for byte", async () => {
+    const author = await anAuthor(database());
+    const title = "😀".repeat(255);
+    const content = "가😀a\u0301\r\n\t\\'\"".repeat((2 * 1024 * 1024) / 16);
+    const post = await aPost(database(), author.id, { title, content });
+    const found = await database().posts.findById(post.id);
+    expect(Buffer.from(found?.title ?? "").equals(Buffer.from(title))).toBe(true);
+    expect(Buffer.from(found?.content ?? "").equals(Buffer.from(content))).toBe(true);
+    // And the server holds those bytes, not a re-encoding that happens to decode back.
+    const stored = await sql<{ title: number; content: number; md5: string }>`
+      SELECT octet_length(title) AS title, octet_length(content) AS content, md5(content) AS md5
+      FROM posts WHERE id = ${post.id}`.execute(database().db);
+    const { createHash } = await import("node:crypto");
+    expect(stored.rows[0]).toEqual({
+      title: Buffer.byteLength(title),
+      content: Buffer.byteLength(content),
+      md5: createHash("md5").update(content).digest("hex"),
+    });
+  });
+
+  it("lets the database refuse a 256-emoji title (22001) on create and on update, changing nothing", async () => {
+    const author = await anAuthor(database());
+    const tooLong = "😀".repeat(256);
+    expect(
+      await sqlStateOf(
+        database().posts.create({ authorId: author.id, title: tooLong, content: "c", createdAt: CREATED_AT }),
+      ),
+    ).toBe("22001");
+    expect(await database().posts.listPage({ limit: 10 })).toEqual([]);
+
+    const post = await aPost(database(), author.id);
+    expect(
+      await sqlStateOf(
+        database().posts.update({
+          id: post.id,
+          authorId: author.id,
+          changes: { title: tooLong },
+          now: CREATED_AT,
+        }),
+      ),
+    ).toBe("22001");
+    expect(await database().posts.findById(post.id)).toStrictEqual(post);
+  });
+
+  it("pages one author's posts by keyset among everyone's, newest first, without gaps or repeats", async () => {
+    const a = await anAuthor(database());
+    const b = await anAuthor(database());
+    const mine: number[] = [];
+    for (let i = 0; i < 25; i++) {
+      mine.push((await aPost(database(), a.id)).id);
+      await aPost(database(), b.id);
+    }
+    const pages: number[][] = [];
+    let beforeId: number | undefined;
+    for (;;) {
+      const page = await database().posts.listPage({
+        limit: 10,
+        authorId: a.id,
+        ...(beforeId ? { beforeId } : {}),
+      });
+      if (page.length === 0) break;
+      expect(page.every((post) => post.author.id === a.id && post.author.email === a.email)).toBe(true);
+      pages.push(page.map((post) => post.id));
+      beforeId = page.at(-1)?.id;
+    }
+    expect(pages.map((page) => page.length)).toEqual([10, 10, 5]);
+    expect(pages.flat()).toEqual([...mine].reverse());
+  });
+
+  it("answers undefined when the author is deleted between reading and inserting (FK violation)", async (context) => {
+    if (!onServer()) context.skip();
+    const author = await anAuthor(database());
+    const created = await whileLocked(database(), sql`DELETE FROM users WHERE id = ${author.id}`, () =>
+      database().posts.create({ authorId: author.id, title: "t", content: "c", createdAt: CREATED_AT }),
+    );
+    expect(created).toBeUndefined();
+    expect(await database().posts.listPage({ limit: 10 })).toEqual([]);
+  });
+
+  it("answers not-found when the post is deleted while an update or a delete waits for it", async (context) => {
+    if (!onServer()) context.skip();
+    const author = await anAuthor(database());
+    const first = await aPost(database(), author.id);
+    const updated: Result<Post, string> = await whileLocked(
+      database(),
+      sql`DELETE FROM posts WHERE id = ${first.id}`,
+      () =>
+        database().posts.update({
+          id: first.id,
+          authorId: author.id,
+          changes: { title: "x" },
+          now: CREATED_AT,
+        }),
+    );
+    expect(updated).toStrictEqual({ ok: false, error: "not-found" });
+
+    const second = await aPost(database(), author.id);
+    const deleted = await whileLocked(database(), sql`DELETE FROM posts WHERE id = ${second.id}`, () =>
+      database().posts.delete({ id: second.id, authorId: author.id }),
+    );
+    expect(deleted).toStrictEqual({ ok: false, error: "not-found" });
+  });
+
+  it("sees the title a concurrent transaction committed while its content update waited", async (context) => {
+    if (!onServer()) context.skip();
+    const author = await anAuthor(database());
+    const post = await aPost(database(), author.id, { title: "old", content: "old" });
+    const updated = await whileLocked(
+      database(),
+      sql`UPDATE posts SET title = 'committed meanwhile' WHERE id = ${post.id}`,
+      () =>
+        database().posts.update({
+          id: post.id,
+          authorId: author.id,
+          changes: { content: "new" },
+          now: CREATED_AT,
+        }),
+    );
+    expect(updated.ok && { title: updated.value.title, content: updated.value.content }).toEqual({
+      title: "committed meanwhile",
+      content: "new",
+    });
+  });
+});
