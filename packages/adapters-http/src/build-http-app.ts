@@ -1,0 +1,123 @@
+import cors from "@fastify/cors";
+import rateLimit from "@fastify/rate-limit";
+import Fastify, { type FastifyInstance, type FastifyServerOptions, LogController } from "fastify";
+import { authentication } from "./authentication.js";
+import { clientErrorHandler } from "./client-error-handler.js";
+import { envelopeBuilder, envelopeSender } from "./error-envelope.js";
+import { errorHandler } from "./error-handler.js";
+import { DEFAULT_LOGIN_THROTTLE, failureThrottles } from "./failure-throttle.js";
+import { gracefulClose } from "./graceful-close.js";
+import type { HttpAppOptions } from "./http-app-options.js";
+import { jsonObjectValidatorCompiler } from "./json-object-validator-compiler.js";
+import { assertSecretLength } from "./jwt-secret.js";
+import { metrics } from "./metrics.js";
+import { notFoundHandler } from "./not-found-handler.js";
+import { openApi } from "./openapi.js";
+import { operationalRoutes } from "./operational-routes.js";
+import { postRoutes } from "./post-routes.js";
+import type { RouteContext } from "./route-context.js";
+import { routeGuards } from "./route-guards.js";
+import { helmetHeaders, securityHeaders } from "./security-headers.js";
+import { useStrictUtf8JsonParser } from "./strict-utf8-json-parser.js";
+import { timestampFormatter } from "./timestamp-formatter.js";
+import { userRoutes } from "./user-routes.js";
+
+const DEFAULT_RETRY_AFTER_SECONDS = 5;
+// Node's default header limit (16 KiB) bounds a URL anyway; a shorter limit would turn a long
+// numeric id into a router error instead of "no such post".
+const MAX_PARAM_LENGTH = 16_384;
+
+/**
+ * Builds the HTTP API of CONTRACT.md over `options.deps`: every route, authentication,
+ * the one error mapping, OpenAPI at /openapi.json and /docs, /health, /ready and (unless
+ * turned off) /metrics. Answers the app ready but not listening, so tests can `inject`
+ * and the caller decides where to listen. Throws when the JWT secret is shorter than
+ * 32 bytes, the time zone is unknown, or the throttle settings are not positive integers.
+ */
+export async function buildHttpApp(options: HttpAppOptions): Promise<FastifyInstance> {
+  assertSecretLength(options.jwt.secret);
+  const format = timestampFormatter(options.timeZone);
+  const retryAfterSeconds = options.retryAfterSeconds ?? DEFAULT_RETRY_AFTER_SECONDS;
+  const buildEnvelope = envelopeBuilder(() => options.deps.clock.now(), format);
+  const sendEnvelope = envelopeSender(buildEnvelope);
+  const handleError = errorHandler({ sendEnvelope, isUnavailable: options.isUnavailable, retryAfterSeconds });
+  const timeouts = options.timeouts ?? {};
+  const requestTimeout = timeouts.requestMs ?? 30_000;
+
+  const app = Fastify({
+    ...loggerOptions(options.logger),
+    logController: new LogController({ disableRequestLogging: options.logRequests === false }),
+    bodyLimit: options.bodyLimit,
+    // Fastify's types omit the hop count, which it accepts (proxy-addr) like a boolean or a list.
+    trustProxy: (options.trustProxy ?? false) as boolean | string,
+    // Fastify's defaults, stated because the contract depends on them: such bodies are 400.
+    onProtoPoisoning: "error",
+    onConstructorPoisoning: "error",
+    requestTimeout,
+    http: {
+      connectionsCheckingInterval:
+        timeouts.checkIntervalMs ?? Math.min(5000, Math.max(250, Math.floor(requestTimeout / 4))),
+      // At construction, where Node derives headersTimeout from requestTimeout and refuses a
+      // headersTimeout above it. Fastify sets only server.requestTimeout, afterwards, leaving
+      // headersTimeout at 60 s: Node 20 then never cuts a request whose headers are in, and a
+      // body trickled one byte at a time holds its connection for as long as the client likes.
+      requestTimeout,
+      headersTimeout: Math.min(60_000, requestTimeout),
+    },
+    connectionTimeout: timeouts.connectionMs ?? 60_000,
+    keepAliveTimeout: timeouts.keepAliveMs ?? 72_000,
+    // gracefulClose answers instead, with the contract's envelope.
+    return503OnClosing: false,
+    routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
+    // A URL the router cannot decode never reaches the error handler on its own.
+    frameworkErrors: handleError,
+    // Refusals Node makes before any route runs (408, 431, 400) never reach the error handler.
+    clientErrorHandler: clientErrorHandler({ buildEnvelope, headers: helmetHeaders() }),
+  }) as unknown as FastifyInstance;
+
+  app.setValidatorCompiler(jsonObjectValidatorCompiler);
+  // Only JSON bodies are accepted; without this, text/plain would be parsed and reach validation (400, not 415).
+  app.removeContentTypeParser("text/plain");
+  useStrictUtf8JsonParser(app);
+  app.setErrorHandler(handleError);
+  app.setNotFoundHandler(notFoundHandler(app, sendEnvelope));
+
+  await app.register(securityHeaders);
+  if (options.corsOrigins !== undefined && options.corsOrigins.length > 0) {
+    await app.register(cors, {
+      origin: [...options.corsOrigins],
+      methods: ["GET", "HEAD", "POST", "PATCH", "DELETE"],
+      allowedHeaders: ["Content-Type", "X-AUTH-TOKEN"],
+      exposedHeaders: ["Location", "Link", "Retry-After"],
+      maxAge: 600,
+    });
+  }
+  // After CORS, so a browser can read the 503; before authentication, which it spares.
+  await app.register(gracefulClose, { sendEnvelope, retryAfterSeconds });
+  await app.register(rateLimit, { global: false });
+  await app.register(authentication, options.jwt);
+  // Before every route: @fastify/swagger collects routes as they are added.
+  await app.register(openApi);
+  if (options.metrics !== false) await app.register(metrics);
+
+  const context: RouteContext = {
+    deps: options.deps,
+    format,
+    sendEnvelope,
+    guards: routeGuards(sendEnvelope),
+  };
+  await app.register(operationalRoutes, { sendEnvelope, checkReady: options.checkReady, retryAfterSeconds });
+  await app.register(postRoutes, context);
+  await app.register(userRoutes, {
+    ...context,
+    throttles: failureThrottles(app, options.loginThrottle ?? DEFAULT_LOGIN_THROTTLE),
+  });
+
+  await app.ready();
+  return app;
+}
+
+function loggerOptions(logger: HttpAppOptions["logger"]): Partial<FastifyServerOptions> {
+  if (logger === undefined || typeof logger === "boolean") return { logger: logger ?? false };
+  return { loggerInstance: logger };
+}

@@ -1,0 +1,57 @@
+import type { Dependencies } from "@posts/domain";
+import type { FastifyServerOptions } from "fastify";
+import type { ThrottleSettings } from "./failure-throttle.js";
+
+/** Socket timeouts, in milliseconds. */
+export interface HttpTimeouts {
+  /** Longest a whole request, body included, may take to arrive (slowloris). Default 30 000. */
+  readonly requestMs?: number;
+  /** Longest a socket may stay idle, headers and responses included. Default 60 000. */
+  readonly connectionMs?: number;
+  /**
+   * How often Node checks connections against `requestMs` (its default, 30 s, would let a
+   * slow request live almost twice as long). Default a quarter of `requestMs`, from 250 ms to 5 s.
+   */
+  readonly checkIntervalMs?: number;
+  /**
+   * How long an idle keep-alive connection stays open. Default 72 000: longer than the 60 s
+   * idle timeout of common load balancers, so they, not we, close it (no reset races).
+   */
+  readonly keepAliveMs?: number;
+}
+
+/** Everything `buildHttpApp` needs. */
+export interface HttpAppOptions {
+  /** The ports the use cases run on. */
+  readonly deps: Dependencies;
+  /** HS256 verification of `X-AUTH-TOKEN`. The secret must be at least 32 bytes. */
+  readonly jwt: { readonly secret: string; readonly issuer: string };
+  /** Largest request body, in bytes (the app's default is 16 MiB). Larger → 413. */
+  readonly bodyLimit: number;
+  /** IANA zone of every timestamp on the wire (`UTC`, `Asia/Seoul`). */
+  readonly timeZone: string;
+  /** Recognizes "database down or timed out": answered 503 with Retry-After instead of 500. */
+  readonly isUnavailable?: (error: unknown) => boolean;
+  /** GET /ready answers 200 when this resolves, the 503 envelope when it throws. Default: always ready. */
+  readonly checkReady?: () => Promise<void>;
+  /** A pino instance, `true` for Fastify's own pino, or `false` (default) for no logs. */
+  readonly logger?: FastifyServerOptions["loggerInstance"] | boolean;
+  /** Log one line per request and per response (Fastify's request logging). Default true. */
+  readonly logRequests?: boolean;
+  /** Fastify's `trustProxy`: whom to believe about X-Forwarded-For/-Proto/-Host. Default false. */
+  readonly trustProxy?: boolean | string | number;
+  /** Origins allowed to call the API from a browser. Default none: no CORS headers at all. */
+  readonly corsOrigins?: readonly string[];
+  /**
+   * Failed-login throttle; failures past it are answered 429 with Retry-After.
+   * Default 10 failures per email and 50 per client address per minute
+   * (`maxPerAddress` defaults to `5 * max`); failed registrations count per address too.
+   */
+  readonly loginThrottle?: ThrottleSettings;
+  /** Serve GET /metrics (Prometheus, the app's own registry). Default true. */
+  readonly metrics?: boolean;
+  /** Socket timeouts; see {@link HttpTimeouts} for the defaults. */
+  readonly timeouts?: HttpTimeouts;
+  /** Retry-After, in seconds, of 503 answers. Default 5. */
+  readonly retryAfterSeconds?: number;
+}

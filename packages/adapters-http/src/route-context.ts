@@ -1,0 +1,21 @@
+import type { Dependencies } from "@posts/domain";
+import type { FastifyRequest } from "fastify";
+import type { SendEnvelope } from "./error-envelope.js";
+import type { RouteGuards } from "./route-guards.js";
+import type { TimestampFormatter } from "./timestamp-formatter.js";
+
+/** What every route plugin of one app shares, built once by `buildHttpApp`. */
+export interface RouteContext {
+  readonly deps: Dependencies;
+  readonly format: TimestampFormatter;
+  readonly sendEnvelope: SendEnvelope;
+  readonly guards: RouteGuards;
+}
+
+/**
+ * The absolute URL of `path` on this server, as the client reached it: scheme and host come
+ * from the request (and from X-Forwarded-Proto / X-Forwarded-Host only when `trustProxy` says so).
+ */
+export function absoluteUrl(request: FastifyRequest, path: string): string {
+  return `${request.protocol}://${request.host || "localhost"}${path}`;
+}

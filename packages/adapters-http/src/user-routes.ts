@@ -1,0 +1,148 @@
+import { deleteMe, getMe, login, registerUser } from "@posts/domain";
+import type { FastifyPluginCallback, FastifyReply } from "fastify";
+import { sendDomainError } from "./domain-error-responses.js";
+import { COMMON_RESPONSES, emptyResponse, envelopeResponse, errorJsonResponse } from "./error-schemas.js";
+import type { FailureThrottles } from "./failure-throttle.js";
+import { HTTP_MESSAGES } from "./http-messages.js";
+import { jsonObjectBody } from "./json-object-validator-compiler.js";
+import { absoluteUrl, type RouteContext } from "./route-context.js";
+import { authenticated } from "./route-guards.js";
+import { CredentialsBodySchema, LoginSchema, toUserJson, UserSchema } from "./user-schemas.js";
+
+const USER = "/api/v1/user";
+const TAGS = ["users"];
+const SECURED = [{ authToken: [] }];
+
+/** Options of {@link userRoutes}. */
+export interface UserRoutesOptions extends RouteContext {
+  readonly throttles: FailureThrottles;
+}
+
+const tooMany = envelopeResponse("Too many failures from this address or for this email; see Retry-After");
+const bodyProblems = { 413: envelopeResponse("Body over the limit"), 415: envelopeResponse("Body not JSON") };
+const meResponses = {
+  403: envelopeResponse("No token, or no ROLE_USER"),
+  ...COMMON_RESPONSES,
+  401: errorJsonResponse("Invalid token, or the token's user no longer exists"),
+};
+
+/**
+ * The users resource (CONTRACT §3): register, log in, read and delete one's own account.
+ * Failed registrations and logins are throttled (see `failureThrottles`).
+ */
+export const userRoutes: FastifyPluginCallback<UserRoutesOptions> = (app, options, done) => {
+  const { deps, format, sendEnvelope, guards, throttles } = options;
+
+  const refuse = (reply: FastifyReply, waitSeconds: number) =>
+    sendEnvelope(reply.header("retry-after", String(waitSeconds)), 429, {
+      message: HTTP_MESSAGES.tooManyAttempts,
+    });
+
+  app.post(
+    USER,
+    {
+      schema: {
+        summary: "Register",
+        tags: TAGS,
+        body: CredentialsBodySchema,
+        response: {
+          201: { ...UserSchema, description: "Registered; Location ends in /api/v1/user" },
+          400: envelopeResponse("Body not a JSON object, or every failing field"),
+          409: envelopeResponse("Email already registered"),
+          429: tooMany,
+          ...bodyProblems,
+          ...COMMON_RESPONSES,
+        },
+      },
+    },
+    async (request, reply) => {
+      const wait = await throttles.registration.waitSeconds(request);
+      if (wait > 0) return refuse(reply, wait);
+      const body = jsonObjectBody(request.body);
+      const result = await registerUser(deps, { email: body.email, password: body.password });
+      if (!result.ok) {
+        await throttles.registration.recordFailure(request);
+        return sendDomainError(reply, result.error, sendEnvelope);
+      }
+      return reply
+        .code(201)
+        .header("location", absoluteUrl(request, USER))
+        .send(toUserJson(result.value, format));
+    },
+  );
+
+  app.post(
+    `${USER}/login`,
+    {
+      schema: {
+        summary: "Log in: exchange email and password for a token",
+        tags: TAGS,
+        body: CredentialsBodySchema,
+        response: {
+          200: LoginSchema,
+          400: envelopeResponse("Body not a JSON object"),
+          429: tooMany,
+          ...bodyProblems,
+          ...COMMON_RESPONSES,
+          401: errorJsonResponse(
+            "Unknown email or wrong password (one message for both), or an invalid token",
+          ),
+        },
+      },
+    },
+    async (request, reply) => {
+      const wait = await throttles.login.waitSeconds(request);
+      if (wait > 0) return refuse(reply, wait);
+      const body = jsonObjectBody(request.body);
+      const result = await login(deps, { email: body.email, password: body.password });
+      if (!result.ok) {
+        await throttles.login.recordFailure(request);
+        return sendDomainError(reply, result.error, sendEnvelope);
+      }
+      // A token must not sit in a shared cache (RFC 6749 §5.1).
+      return reply.header("cache-control", "no-store").send({
+        tokenType: "Bearer",
+        token: result.value.token,
+        expiresIn: result.value.expiresInMs,
+      });
+    },
+  );
+
+  app.get(
+    USER,
+    {
+      onRequest: guards.requireUser,
+      schema: {
+        summary: "Read one's own account",
+        tags: TAGS,
+        security: SECURED,
+        response: { 200: UserSchema, ...meResponses },
+      },
+    },
+    async (request, reply) => {
+      const result = await getMe(deps, authenticated(request));
+      if (!result.ok) return sendDomainError(reply, result.error, sendEnvelope);
+      return reply.send(toUserJson(result.value, format));
+    },
+  );
+
+  app.delete(
+    USER,
+    {
+      onRequest: guards.requireUser,
+      schema: {
+        summary: "Delete one's own account and every post one wrote",
+        tags: TAGS,
+        security: SECURED,
+        response: { 204: emptyResponse("Deleted, with every post of the user"), ...meResponses },
+      },
+    },
+    async (request, reply) => {
+      const result = await deleteMe(deps, authenticated(request));
+      if (!result.ok) return sendDomainError(reply, result.error, sendEnvelope);
+      return reply.code(204).send();
+    },
+  );
+
+  done();
+};

@@ -1,0 +1,191 @@
+import { describe, expect, it } from "vitest";
+import { expectEnvelope } from "./support/expectations.js";
+import { buildTestApp, useTestApp } from "./support/test-app.js";
+
+describe("operations", () => {
+  const t = useTestApp();
+
+  it("GET /health answers 200 {status: ok}", async () => {
+    const response = await t().app.inject({ method: "GET", url: "/health" });
+    expect(response.statusCode).toBe(200);
+    expect(response.json()).toStrictEqual({ status: "ok" });
+  });
+
+  it("GET /ready answers 200 when checkReady resolves, 503 envelope with Retry-After when it throws", async () => {
+    let ready = true;
+    const { app } = await buildTestApp({
+      checkReady: async () => {
+        if (!ready) throw new Error("connect ECONNREFUSED");
+      },
+    });
+    const up = await app.inject({ method: "GET", url: "/ready" });
+    expect(up.statusCode).toBe(200);
+    expect(up.json()).toStrictEqual({ status: "ok" });
+    ready = false;
+    const down = await app.inject({ method: "GET", url: "/ready" });
+    expectEnvelope(down, 503, "/ready");
+    expect(down.headers["retry-after"]).toBe("5");
+    expect(down.body).not.toContain("ECONNREFUSED");
+    await app.close();
+  });
+
+  it("GET /metrics counts served requests by route pattern and status, with default metrics", async () => {
+    await t().app.inject({ method: "GET", url: "/api/v1/posts/12345" });
+    await t().app.inject({ method: "GET", url: "/api/v1/posts/67890" });
+    await t().app.inject({ method: "GET", url: "/no/such/path/42" });
+    const response = await t().app.inject({ method: "GET", url: "/metrics" });
+    expect(response.statusCode).toBe(200);
+    expect(response.headers["content-type"]).toMatch(/^text\/plain/);
+    const text = response.body;
+    expect(text).toMatch(
+      /http_requests_total\{method="GET",route="\/api\/v1\/posts\/:id",status_code="404"\} 2/,
+    );
+    expect(text).toMatch(/http_requests_total\{method="GET",route="unmatched",status_code="404"\} 1/);
+    expect(text).toContain(
+      'http_request_duration_seconds_bucket{le="0.001",method="GET",route="/api/v1/posts/:id"',
+    );
+    expect(text).not.toContain("/api/v1/posts/12345");
+    expect(text).toContain("nodejs_eventloop_lag_seconds");
+  });
+
+  it("serves no /metrics when metrics is false", async () => {
+    const { app } = await buildTestApp({ metrics: false });
+    expect((await app.inject({ method: "GET", url: "/metrics" })).statusCode).toBe(404);
+    await app.close();
+  });
+
+  it("GET /openapi.json documents every route, every status, and the X-AUTH-TOKEN scheme", async () => {
+    const response = await t().app.inject({ method: "GET", url: "/openapi.json" });
+    expect(response.statusCode).toBe(200);
+    const document = response.json();
+    expect(document.openapi).toMatch(/^3\./);
+    expect(document.components.securitySchemes.authToken).toStrictEqual({
+      type: "apiKey",
+      in: "header",
+      name: "X-AUTH-TOKEN",
+      description: expect.any(String),
+    });
+    const operations = Object.entries(document.paths as Record<string, Record<string, { responses: object }>>)
+      .flatMap(([path, methods]) => Object.keys(methods).map((method) => `${method.toUpperCase()} ${path}`))
+      .sort();
+    expect(operations).toEqual(
+      [
+        "DELETE /api/v1/posts/{id}",
+        "DELETE /api/v1/user",
+        "GET /api/v1/posts",
+        "GET /api/v1/posts/{id}",
+        "GET /api/v1/user",
+        "GET /health",
+        "GET /metrics",
+        "GET /ready",
+        "PATCH /api/v1/posts/{id}",
+        "POST /api/v1/posts",
+        "POST /api/v1/user",
+        "POST /api/v1/user/login",
+      ].sort(),
+    );
+    const statuses = (method: string, path: string) =>
+      Object.keys(document.paths[path][method].responses).sort();
+    expect(statuses("post", "/api/v1/posts")).toEqual([
+      "201",
+      "400",
+      "401",
+      "403",
+      "413",
+      "415",
+      "500",
+      "503",
+    ]);
+    expect(statuses("patch", "/api/v1/posts/{id}")).toEqual(
+      ["200", "400", "401", "403", "404", "413", "415", "500", "503"].sort(),
+    );
+    expect(statuses("post", "/api/v1/user/login")).toEqual(
+      ["200", "400", "401", "413", "415", "429", "500", "503"].sort(),
+    );
+    for (const [method, path] of [
+      ["post", "/api/v1/posts"],
+      ["patch", "/api/v1/posts/{id}"],
+      ["delete", "/api/v1/posts/{id}"],
+      ["get", "/api/v1/user"],
+      ["delete", "/api/v1/user"],
+    ] as const) {
+      expect(document.paths[path][method].security).toEqual([{ authToken: [] }]);
+    }
+    expect(document.paths["/api/v1/posts/{id}"].patch.responses["401"].content).toHaveProperty([
+      "text/plain",
+    ]);
+    const post = document.paths["/api/v1/posts/{id}"].get.responses["200"].content["application/json"].schema;
+    expect(Object.keys(post.properties)).toEqual([
+      "id",
+      "title",
+      "content",
+      "createdAt",
+      "updatedAt",
+      "user",
+    ]);
+  });
+
+  it("serves Swagger UI at /docs", async () => {
+    const response = await t().app.inject({ method: "GET", url: "/docs/" });
+    expect(response.statusCode).toBe(200);
+    expect(response.headers["content-type"]).toMatch(/^text\/html/);
+  });
+
+  it("sets security headers on errors too, including a 401 from authentication", async () => {
+    for (const headers of [{ "x-auth-token": "bad" }, {}]) {
+      const response = await t().app.inject({ method: "GET", url: "/nowhere", headers });
+      expect(response.statusCode).toBeGreaterThanOrEqual(400);
+      expect(response.headers["x-content-type-options"]).toBe("nosniff");
+    }
+  });
+
+  it("sets security headers (helmet, for an API) and no CORS headers by default", async () => {
+    const response = await t().app.inject({
+      method: "GET",
+      url: "/api/v1/posts",
+      headers: { origin: "https://app.example" },
+    });
+    expect(response.headers["x-content-type-options"]).toBe("nosniff");
+    expect(response.headers["x-frame-options"]).toBe("DENY");
+    expect(response.headers["content-security-policy"]).toBe("default-src 'none';frame-ancestors 'none'");
+    expect(response.headers["strict-transport-security"]).toMatch(/^max-age=\d+/);
+    expect(response.headers["access-control-allow-origin"]).toBeUndefined();
+    expect(response.headers["x-powered-by"]).toBeUndefined();
+  });
+
+  it("answers CORS for the configured origins only", async () => {
+    const { app } = await buildTestApp({ corsOrigins: ["https://app.example"] });
+    const allowed = await app.inject({
+      method: "OPTIONS",
+      url: "/api/v1/posts",
+      headers: {
+        origin: "https://app.example",
+        "access-control-request-method": "POST",
+        "access-control-request-headers": "content-type,x-auth-token",
+      },
+    });
+    expect(allowed.statusCode).toBe(204);
+    expect(allowed.headers["access-control-allow-origin"]).toBe("https://app.example");
+    expect(String(allowed.headers["access-control-allow-headers"]).toLowerCase()).toContain("x-auth-token");
+    const other = await app.inject({
+      method: "GET",
+      url: "/api/v1/posts",
+      headers: { origin: "https://evil.example" },
+    });
+    expect(other.headers["access-control-allow-origin"]).toBeUndefined();
+    const exposed = await app.inject({
+      method: "GET",
+      url: "/api/v1/posts",
+      headers: { origin: "https://app.example" },
+    });
+    expect(exposed.headers["access-control-expose-headers"]).toContain("Location");
+    // CORS answers OPTIONS everywhere, yet an unknown path is still 404, not 405.
+    expect((await app.inject({ method: "GET", url: "/nothing/here" })).statusCode).toBe(404);
+    await app.close();
+  });
+
+  it("refuses to build with a JWT secret under 32 bytes or an unknown time zone", async () => {
+    await expect(buildTestApp({ jwt: { secret: "x".repeat(31), issuer: "i" } })).rejects.toThrow(RangeError);
+    await expect(buildTestApp({ timeZone: "Mars/Olympus_Mons" })).rejects.toThrow(RangeError);
+  });
+});

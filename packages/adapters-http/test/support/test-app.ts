@@ -1,0 +1,53 @@
+import { buildHttpApp, type HttpAppOptions, JwtTokenIssuer } from "@posts/adapters-http";
+import type { Dependencies } from "@posts/domain";
+import { aUser, type InMemoryDependencies, inMemoryDependencies } from "@posts/domain/testing";
+import type { FastifyInstance } from "fastify";
+import { afterAll, beforeAll } from "vitest";
+import { TEST_ISSUER, TEST_SECRET, tokenFor } from "./mint-token.js";
+
+/** An app over in-memory ports, with the real JWT issuer (the domain's fake one mints no JWTs). */
+export interface TestApp {
+  readonly app: FastifyInstance;
+  readonly deps: InMemoryDependencies & Dependencies;
+  /** Registers a user straight in the repository and answers it with a valid token. */
+  aUserWithToken(): Promise<{ id: number; email: string; token: string }>;
+}
+
+/** Builds a test app; `overrides` replace any option (deps included). */
+export async function buildTestApp(overrides: Partial<HttpAppOptions> = {}): Promise<TestApp> {
+  const fakes = inMemoryDependencies();
+  const deps = { ...fakes, tokens: new JwtTokenIssuer({ secret: TEST_SECRET, issuer: TEST_ISSUER }) };
+  const app = await buildHttpApp({
+    deps,
+    jwt: { secret: TEST_SECRET, issuer: TEST_ISSUER },
+    bodyLimit: 16 * 1024 * 1024,
+    timeZone: "UTC",
+    logger: false,
+    // Tests log in many times from one address; the throttle's own tests set their limits.
+    loginThrottle: { max: 10_000, windowMs: 60_000 },
+    ...overrides,
+  });
+  return {
+    app,
+    deps: deps as unknown as InMemoryDependencies & Dependencies,
+    async aUserWithToken() {
+      const user = await aUser(deps.users, { passwordHash: await deps.hasher.hash("password123") });
+      return { id: user.id, email: user.email, token: tokenFor(user) };
+    },
+  };
+}
+
+/** One app for the enclosing describe block (built before its first test, closed after its last). */
+export function useTestApp(overrides: Partial<HttpAppOptions> = {}): () => TestApp {
+  let testApp: TestApp | undefined;
+  beforeAll(async () => {
+    testApp = await buildTestApp(overrides);
+  });
+  afterAll(async () => {
+    await testApp?.app.close();
+  });
+  return () => {
+    if (testApp === undefined) throw new Error("test app not built");
+    return testApp;
+  };
+}

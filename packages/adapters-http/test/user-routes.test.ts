@@ -1,0 +1,234 @@
+import { createHmac } from "node:crypto";
+import { MESSAGES } from "@posts/domain";
+import { anEmail, aPost } from "@posts/domain/testing";
+import type { InjectOptions } from "fastify";
+import { describe, expect, it } from "vitest";
+import { expectEnvelope, expectErrorJson, JSON_UTF8 } from "./support/expectations.js";
+import { TEST_ISSUER, TEST_SECRET, tokenFor } from "./support/mint-token.js";
+import { buildTestApp, useTestApp } from "./support/test-app.js";
+
+describe("users", () => {
+  const t = useTestApp();
+  const inject = (options: InjectOptions) => t().app.inject(options);
+  const register = (payload: unknown) =>
+    inject({ method: "POST", url: "/api/v1/user", payload: payload as object });
+  const login = (payload: unknown) =>
+    inject({ method: "POST", url: "/api/v1/user/login", payload: payload as object });
+  const me = (method: "GET" | "DELETE", token?: string) =>
+    inject({ method, url: "/api/v1/user", headers: token === undefined ? {} : { "x-auth-token": token } });
+
+  describe("POST /api/v1/user", () => {
+    it("registers: 201 {id, email (trimmed, lower-cased), createdAt}, Location ending in /api/v1/user", async () => {
+      const email = anEmail("New");
+      const response = await register({ email: `  ${email.toUpperCase()} `, password: "password123" });
+      expect(response.statusCode).toBe(201);
+      expect(response.headers["content-type"]).toBe(JSON_UTF8);
+      expect(response.headers.location).toMatch(/^http:\/\/localhost(:\d+)?\/api\/v1\/user$/);
+      expect(response.json()).toStrictEqual({
+        id: expect.any(Number),
+        email: email.toLowerCase(),
+        createdAt: "2026-11-22T10:15:30.123",
+      });
+      expect(response.body).not.toContain("password");
+      const stored = await t().deps.users.findByEmail(email.toLowerCase());
+      expect(stored?.passwordHash).toBe("fake$password123");
+    });
+
+    it("lists every failing field: not an address, password under 8 or over 128", async () => {
+      const emailError = { field: "email", message: MESSAGES.emailInvalid };
+      const passwordError = { field: "password", message: MESSAGES.passwordInvalid };
+      expectEnvelope(await register({}), 400, "/api/v1/user", [emailError, passwordError]);
+      expectEnvelope(await register({ email: "no-at-sign", password: "short" }), 400, "/api/v1/user", [
+        emailError,
+        passwordError,
+      ]);
+      expectEnvelope(await register({ email: anEmail(), password: "x".repeat(129) }), 400, "/api/v1/user", [
+        passwordError,
+      ]);
+      expectEnvelope(
+        await register({ email: `${"a".repeat(250)}@example.com`, password: "password123" }),
+        400,
+        "/api/v1/user",
+        [emailError],
+      );
+      expectEnvelope(await register({ email: 42, password: 12345678 }), 400, "/api/v1/user", [
+        emailError,
+        passwordError,
+      ]);
+    });
+
+    it("answers 409 envelope for an email registered already, compared case-insensitively", async () => {
+      const email = anEmail();
+      expect((await register({ email, password: "password123" })).statusCode).toBe(201);
+      expectEnvelope(
+        await register({ email: email.toUpperCase(), password: "password456" }),
+        409,
+        "/api/v1/user",
+      );
+    });
+  });
+
+  describe("POST /api/v1/user/login", () => {
+    it("answers the token: Bearer, a JWT with the contract's claims, expiresIn 86400000", async () => {
+      const email = anEmail();
+      const registered = (await register({ email, password: "password123" })).json();
+      const response = await login({ email: ` ${email.toUpperCase()}`, password: "password123" });
+      expect(response.statusCode).toBe(200);
+      const body = response.json();
+      expect(body).toStrictEqual({ tokenType: "Bearer", token: expect.any(String), expiresIn: 86_400_000 });
+      expect(response.headers["cache-control"]).toBe("no-store");
+      const [header, payload, signature] = body.token.split(".");
+      expect(createHmac("sha256", TEST_SECRET).update(`${header}.${payload}`).digest("base64url")).toBe(
+        signature,
+      );
+      const claims = JSON.parse(Buffer.from(payload, "base64url").toString());
+      expect(claims).toStrictEqual({
+        iss: TEST_ISSUER,
+        iat: expect.any(Number),
+        exp: claims.iat + 86_400,
+        sub: String(registered.id),
+        email,
+        roles: [{ authority: "ROLE_USER" }],
+      });
+      // The token works.
+      expect((await me("GET", body.token)).json()).toStrictEqual(registered);
+    });
+
+    it("answers the same 401 {error} for an unknown email and a wrong password", async () => {
+      const email = anEmail();
+      await register({ email, password: "password123" });
+      const wrong = await login({ email, password: "password124" });
+      const unknown = await login({ email: anEmail(), password: "password123" });
+      const garbage = await login({ email: 1, password: null });
+      for (const response of [wrong, unknown, garbage]) expectErrorJson(response);
+      expect(wrong.body).toBe(unknown.body);
+      expect(garbage.body).toBe(unknown.body);
+    });
+
+    it("answers 400 envelope for a body that is not a JSON object", async () => {
+      for (const payload of ["null", "[]", "{"]) {
+        expectEnvelope(
+          await inject({
+            method: "POST",
+            url: "/api/v1/user/login",
+            headers: { "content-type": "application/json" },
+            payload,
+          }),
+          400,
+          "/api/v1/user/login",
+        );
+      }
+    });
+  });
+
+  describe("GET and DELETE /api/v1/user", () => {
+    it("GET answers the token's user, without the password hash", async () => {
+      const user = await t().aUserWithToken();
+      const response = await me("GET", user.token);
+      expect(response.statusCode).toBe(200);
+      expect(response.json()).toStrictEqual({
+        id: user.id,
+        email: user.email,
+        createdAt: "2026-11-22T10:00:00.000",
+      });
+    });
+
+    it("403 envelope without a token or without ROLE_USER; 401 {error} for an invalid token", async () => {
+      const user = await t().aUserWithToken();
+      for (const method of ["GET", "DELETE"] as const) {
+        expectEnvelope(await me(method), 403, "/api/v1/user");
+        expectEnvelope(
+          await me(method, tokenFor(user, { roles: [{ authority: "ROLE_ADMIN" }] })),
+          403,
+          "/api/v1/user",
+        );
+        expectErrorJson(await me(method, `${user.token}x`));
+      }
+    });
+
+    it("DELETE removes the user and every post they wrote; then the token's user is gone (401)", async () => {
+      const user = await t().aUserWithToken();
+      const other = await t().aUserWithToken();
+      const mine = await aPost(t().deps.posts, user);
+      const theirs = await aPost(t().deps.posts, other);
+      const response = await me("DELETE", user.token);
+      expect({ status: response.statusCode, body: response.body }).toEqual({ status: 204, body: "" });
+      expect(await t().deps.users.findById(user.id)).toBeUndefined();
+      expect((await inject({ method: "GET", url: `/api/v1/posts/${mine.id}` })).statusCode).toBe(404);
+      expect((await inject({ method: "GET", url: `/api/v1/posts/${theirs.id}` })).statusCode).toBe(200);
+      expectErrorJson(await me("GET", user.token));
+      expectErrorJson(await me("DELETE", user.token));
+    });
+  });
+});
+
+describe("failure throttle", () => {
+  it("answers 429 envelope with Retry-After once one email failed `max` times, even for the right password", async () => {
+    const { app } = await buildTestApp({ loginThrottle: { max: 3, windowMs: 60_000, maxPerAddress: 100 } });
+    const email = anEmail();
+    await app.inject({ method: "POST", url: "/api/v1/user", payload: { email, password: "password123" } });
+    const attempt = (password: string, remoteAddress = "10.0.0.1", address = email) =>
+      app.inject({
+        method: "POST",
+        url: "/api/v1/user/login",
+        remoteAddress,
+        payload: { email: address, password },
+      });
+
+    // Successes never count.
+    for (let i = 0; i < 5; i++) expect((await attempt("password123")).statusCode).toBe(200);
+    for (let i = 0; i < 3; i++) expectErrorJson(await attempt("wrong-password"));
+    const refused = await attempt("password123", "10.0.0.2", email.toUpperCase());
+    expectEnvelope(refused, 429, "/api/v1/user/login");
+    expect(Number(refused.headers["retry-after"])).toBeGreaterThanOrEqual(1);
+    expect(Number(refused.headers["retry-after"])).toBeLessThanOrEqual(60);
+    // Another email from the same address is not affected.
+    expectErrorJson(await attempt("wrong-password", "10.0.0.1", anEmail()));
+    await app.close();
+  });
+
+  it("answers 429 once one address failed `maxPerAddress` times, whatever the email", async () => {
+    const { app } = await buildTestApp({ loginThrottle: { max: 100, windowMs: 60_000, maxPerAddress: 2 } });
+    const attempt = (remoteAddress: string) =>
+      app.inject({
+        method: "POST",
+        url: "/api/v1/user/login",
+        remoteAddress,
+        payload: { email: anEmail(), password: "x" },
+      });
+    expectErrorJson(await attempt("10.0.0.1"));
+    expectErrorJson(await attempt("10.0.0.1"));
+    expectEnvelope(await attempt("10.0.0.1"), 429, "/api/v1/user/login");
+    expectErrorJson(await attempt("10.0.0.2"));
+    // Failed registrations count per address too.
+    const registerBadly = () =>
+      app.inject({
+        method: "POST",
+        url: "/api/v1/user",
+        remoteAddress: "10.0.0.3",
+        payload: { email: "bad" },
+      });
+    expect((await registerBadly()).statusCode).toBe(400);
+    expect((await registerBadly()).statusCode).toBe(400);
+    const refused = await registerBadly();
+    expectEnvelope(refused, 429, "/api/v1/user");
+    expect(refused.headers["retry-after"]).toBeDefined();
+    await app.close();
+  });
+
+  it("lets attempts through again once the window has passed", async () => {
+    const { app } = await buildTestApp({ loginThrottle: { max: 1, windowMs: 1000, maxPerAddress: 100 } });
+    const email = anEmail();
+    const attempt = () =>
+      app.inject({ method: "POST", url: "/api/v1/user/login", payload: { email, password: "x" } });
+    expectErrorJson(await attempt());
+    expect((await attempt()).statusCode).toBe(429);
+    await new Promise((resolve) => setTimeout(resolve, 1100));
+    expectErrorJson(await attempt());
+    await app.close();
+  });
+
+  it("refuses settings that are not positive integers", async () => {
+    await expect(buildTestApp({ loginThrottle: { max: 0, windowMs: 1000 } })).rejects.toThrow(RangeError);
+  });
+});
