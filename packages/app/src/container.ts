@@ -1,0 +1,114 @@
+// tsyringe reads the Reflect metadata API when it loads, decorators or not.
+import "reflect-metadata";
+import type { HttpAppOptions } from "@posts/adapters-http";
+import { DEFAULT_LOGIN_THROTTLE, JwtTokenIssuer } from "@posts/adapters-http";
+import type { DatabaseHandle } from "@posts/adapters-postgres";
+import {
+  isDatabaseUnavailable,
+  PostgresPostRepository,
+  PostgresUserRepository,
+} from "@posts/adapters-postgres";
+import type {
+  Clock,
+  Dependencies,
+  PasswordHasher,
+  PostRepository,
+  TokenIssuer,
+  UserRepository,
+} from "@posts/domain";
+import { systemClock } from "@posts/domain";
+import type { Logger } from "pino";
+import type { DependencyContainer, InjectionToken } from "tsyringe";
+import { instanceCachingFactory, container as rootContainer } from "tsyringe";
+import type { AppConfig } from "./config.js";
+
+/**
+ * What the start-up sequence has opened before the graph is wired. Opening them is
+ * asynchronous and ordered (the database must answer before anything else is built), which
+ * tsyringe's synchronous factories cannot express, so they come in as values.
+ */
+export interface ContainerSeeds {
+  readonly config: AppConfig;
+  readonly logger: Logger;
+  readonly database: DatabaseHandle;
+  /** The HS256 key, from JWT_SECRET or the generated key file. */
+  readonly jwtSecret: string;
+  readonly passwordHasher: PasswordHasher;
+}
+
+/** The composition root's tokens; symbols, so that no class needs a decorator. */
+export const TOKENS = {
+  config: Symbol("AppConfig") as InjectionToken<AppConfig>,
+  logger: Symbol("Logger") as InjectionToken<Logger>,
+  database: Symbol("DatabaseHandle") as InjectionToken<DatabaseHandle>,
+  jwtSecret: Symbol("JwtSecret") as InjectionToken<string>,
+  clock: Symbol("Clock") as InjectionToken<Clock>,
+  passwordHasher: Symbol("PasswordHasher") as InjectionToken<PasswordHasher>,
+  tokenIssuer: Symbol("TokenIssuer") as InjectionToken<TokenIssuer>,
+  postRepository: Symbol("PostRepository") as InjectionToken<PostRepository>,
+  userRepository: Symbol("UserRepository") as InjectionToken<UserRepository>,
+  dependencies: Symbol("Dependencies") as InjectionToken<Dependencies>,
+  httpAppOptions: Symbol("HttpAppOptions") as InjectionToken<HttpAppOptions>,
+} as const;
+
+/**
+ * Wires every adapter to its port in a fresh child container. Each factory caches its
+ * instance, so the graph is built once, when `TOKENS.httpAppOptions` is resolved at start-up;
+ * nothing is resolved per request.
+ */
+export function createContainer(seeds: ContainerSeeds): DependencyContainer {
+  const container = rootContainer.createChildContainer();
+  container.register(TOKENS.config, { useValue: seeds.config });
+  container.register(TOKENS.logger, { useValue: seeds.logger });
+  container.register(TOKENS.database, { useValue: seeds.database });
+  container.register(TOKENS.jwtSecret, { useValue: seeds.jwtSecret });
+  container.register(TOKENS.passwordHasher, { useValue: seeds.passwordHasher });
+  container.register(TOKENS.clock, { useValue: systemClock });
+
+  container.register(TOKENS.postRepository, {
+    useFactory: instanceCachingFactory((c) => new PostgresPostRepository(c.resolve(TOKENS.database).db)),
+  });
+  container.register(TOKENS.userRepository, {
+    useFactory: instanceCachingFactory((c) => new PostgresUserRepository(c.resolve(TOKENS.database).db)),
+  });
+  container.register(TOKENS.tokenIssuer, {
+    useFactory: instanceCachingFactory((c) => {
+      const { jwt } = c.resolve(TOKENS.config);
+      return new JwtTokenIssuer({
+        secret: c.resolve(TOKENS.jwtSecret),
+        issuer: jwt.issuer,
+        ttlMs: jwt.ttlMs,
+      });
+    }),
+  });
+  container.register(TOKENS.dependencies, {
+    useFactory: instanceCachingFactory<Dependencies>((c) => ({
+      posts: c.resolve(TOKENS.postRepository),
+      users: c.resolve(TOKENS.userRepository),
+      clock: c.resolve(TOKENS.clock),
+      hasher: c.resolve(TOKENS.passwordHasher),
+      tokens: c.resolve(TOKENS.tokenIssuer),
+    })),
+  });
+  container.register(TOKENS.httpAppOptions, {
+    useFactory: instanceCachingFactory<HttpAppOptions>((c) => {
+      const config = c.resolve(TOKENS.config);
+      const database = c.resolve(TOKENS.database);
+      return {
+        deps: c.resolve(TOKENS.dependencies),
+        jwt: { secret: c.resolve(TOKENS.jwtSecret), issuer: config.jwt.issuer },
+        bodyLimit: config.bodyLimit,
+        timeZone: config.timeZone,
+        isUnavailable: isDatabaseUnavailable,
+        checkReady: async () => {
+          await database.db.selectNoFrom((eb) => eb.lit(1).as("ready")).execute();
+        },
+        logger: c.resolve(TOKENS.logger),
+        trustProxy: config.trustProxy,
+        corsOrigins: config.corsOrigins,
+        loginThrottle: { ...DEFAULT_LOGIN_THROTTLE, ...config.loginThrottle },
+      };
+    }),
+  });
+  return container;
+}

@@ -1,0 +1,15 @@
+export type {
+  AppConfig,
+  DatabaseConfig,
+  Environment,
+  JwtSecretSource,
+  LogLevel,
+} from "./config.js";
+export { JWT_SECRET_FILE_NAME, loadConfig, MIN_JWT_SECRET_BYTES } from "./config.js";
+export type { ContainerSeeds } from "./container.js";
+export { createContainer, TOKENS } from "./container.js";
+export { createLogger, REDACTED_PATHS } from "./create-logger.js";
+export type { StoredJwtSecret } from "./load-or-create-jwt-secret.js";
+export { loadOrCreateJwtSecret } from "./load-or-create-jwt-secret.js";
+export { migrate } from "./migrate.js";
+export { serve } from "./serve.js";

@@ -1,0 +1,116 @@
+import type { AddressInfo } from "node:net";
+import { Argon2PasswordHasher, buildHttpApp } from "@posts/adapters-http";
+import closeWithGrace from "close-with-grace";
+import type { Logger } from "pino";
+import type { AppConfig } from "./config.js";
+import { createContainer, TOKENS } from "./container.js";
+import { loadOrCreateJwtSecret } from "./load-or-create-jwt-secret.js";
+import { openDatabase } from "./open-database.js";
+import { prepareDatabase } from "./prepare-database.js";
+
+/** Something opened during start-up that shutdown must close, newest first. */
+interface Resource {
+  readonly name: string;
+  close(): Promise<void>;
+}
+
+/**
+ * Runs the service until a signal stops it. Nothing listens before the database has answered
+ * and the migrations have run: start-up opens the database, waits for it (bounded by
+ * DB_STARTUP_TIMEOUT_MS), migrates it unless MIGRATE_ON_START=false, builds the graph and the
+ * HTTP app, and only then listens. A start-up failure is logged and exits 1, never leaving a
+ * half-started server.
+ *
+ * SIGTERM or SIGINT (close-with-grace) stops accepting connections, lets the requests in
+ * flight finish (Fastify's close), closes the database and exits 0; past GRACE_PERIOD_MS, or on
+ * a second signal, it exits 1 at once. An unhandled rejection or uncaught exception is logged
+ * and closes the service the same way, exiting 1.
+ */
+export async function serve(config: AppConfig, logger: Logger): Promise<void> {
+  const resources: Resource[] = [];
+  const startup = new AbortController();
+
+  const closeAll = async () => {
+    for (const resource of resources.splice(0).reverse()) {
+      try {
+        await resource.close();
+      } catch (error) {
+        logger.error({ err: error }, `closing the ${resource.name} failed`);
+      }
+    }
+  };
+
+  const grace = closeWithGrace({ delay: config.gracePeriodMs, logger }, async ({ signal, err }) => {
+    if (err !== undefined) logger.fatal({ err }, "unexpected error; shutting down");
+    else logger.info({ signal }, "shutting down: no new connections, finishing the requests in flight");
+    startup.abort(new Error("shutdown requested during start-up"));
+    await closeAll();
+    logger.info("stopped");
+  });
+
+  try {
+    await start(config, logger, resources, startup.signal);
+  } catch (error) {
+    // A signal during start-up: close-with-grace is already closing everything and will exit.
+    if (startup.signal.aborted) return;
+    grace.uninstall();
+    const reason = error instanceof Error ? error.message : String(error);
+    logger.fatal({ err: error }, `start-up failed: ${reason}`);
+    await closeAll();
+    process.exit(1);
+  }
+}
+
+async function start(config: AppConfig, logger: Logger, resources: Resource[], signal: AbortSignal) {
+  const jwtSecret = await resolveJwtSecret(config, logger);
+
+  const database = await openDatabase(config.database, logger);
+  resources.push({ name: "database", close: () => database.close() });
+  const migrated = await prepareDatabase(database, {
+    migrate: config.migrateOnStart,
+    timeoutMs: config.startupTimeoutMs,
+    logger,
+    signal,
+  });
+  if (migrated !== undefined) logMigrations(logger, migrated.applied);
+
+  const passwordHasher = await Argon2PasswordHasher.create();
+  const container = createContainer({ config, logger, database, jwtSecret, passwordHasher });
+  const app = await buildHttpApp(container.resolve(TOKENS.httpAppOptions));
+  // Fastify's close stops the listener, ends idle keep-alive connections, answers 503 to new
+  // requests on busy ones, and resolves once the requests in flight have been answered.
+  resources.push({ name: "HTTP server", close: () => app.close() });
+  signal.throwIfAborted();
+
+  await app.listen({ port: config.port, host: config.host });
+  const { address, port } = app.server.address() as AddressInfo;
+  logger.info(
+    { address, port, database: database.engine, timeZone: config.timeZone },
+    `posts service listening on ${address}:${port}`,
+  );
+}
+
+async function resolveJwtSecret(config: AppConfig, logger: Logger): Promise<string> {
+  const source = config.jwt.secret;
+  if (source.from === "environment") return source.secret;
+  const stored = await loadOrCreateJwtSecret(source.path);
+  // The path, never the key.
+  if (stored.created) {
+    logger.warn(
+      { file: source.path },
+      `JWT_SECRET is not set: generated a signing key and stored it in ${source.path} (mode 0600); ` +
+        "later starts reuse it. Set JWT_SECRET to choose the key yourself.",
+    );
+  } else {
+    logger.info(
+      { file: source.path },
+      `JWT_SECRET is not set: using the signing key stored in ${source.path}`,
+    );
+  }
+  return stored.secret;
+}
+
+function logMigrations(logger: Logger, applied: readonly string[]) {
+  if (applied.length === 0) logger.info("database schema is up to date");
+  else logger.info({ applied }, `applied ${applied.length} database migration(s)`);
+}

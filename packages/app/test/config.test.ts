@@ -1,0 +1,230 @@
+import { MIN_SECRET_BYTES } from "@posts/adapters-http";
+import { describe, expect, it } from "vitest";
+import type { AppConfig, Environment } from "../src/config.js";
+import { loadConfig, MIN_JWT_SECRET_BYTES } from "../src/config.js";
+
+const SECRET_32 = "x".repeat(32);
+
+function valid(env: Environment): AppConfig {
+  const result = loadConfig(env);
+  if (!result.ok) throw new Error(`expected a valid configuration, got: ${result.error.join(" | ")}`);
+  return result.value;
+}
+
+function problems(env: Environment): readonly string[] {
+  const result = loadConfig(env);
+  if (result.ok) throw new Error("expected the configuration to be refused");
+  return result.error;
+}
+
+describe("loadConfig", () => {
+  it("needs nothing: every variable has a default and the database is embedded under ./data", () => {
+    expect(valid({})).toEqual({
+      port: 8080,
+      host: "0.0.0.0",
+      dataDir: "./data",
+      database: { kind: "embedded", directory: "data/pglite" },
+      jwt: { secret: { from: "file", path: "data/jwt-secret" }, issuer: "posts-service", ttlMs: 86_400_000 },
+      bodyLimit: 16_777_216,
+      timeZone: "UTC",
+      logLevel: "info",
+      migrateOnStart: true,
+      startupTimeoutMs: 30_000,
+      gracePeriodMs: 10_000,
+      trustProxy: false,
+      corsOrigins: [],
+      loginThrottle: {},
+    } satisfies AppConfig);
+  });
+
+  it("treats blank variables as unset", () => {
+    expect(valid({ PORT: "", HOST: "  ", DATABASE_URL: "", JWT_SECRET: "" })).toEqual(valid({}));
+  });
+
+  it("reads every variable", () => {
+    const config = valid({
+      PORT: "3000",
+      HOST: "127.0.0.1",
+      DATABASE_URL: "postgres://app:pw@db.internal:5432/posts",
+      DATA_DIR: "/var/lib/posts",
+      JWT_SECRET: SECRET_32,
+      JWT_ISSUER: "me",
+      JWT_TTL_MS: "60000",
+      BODY_LIMIT: "2048",
+      APP_TIME_ZONE: "asia/seoul",
+      LOG_LEVEL: "DEBUG",
+      MIGRATE_ON_START: "false",
+      DB_POOL_SIZE: "4",
+      DB_CONNECT_TIMEOUT_MS: "1000",
+      DB_STATEMENT_TIMEOUT_MS: "2000",
+      DB_STARTUP_TIMEOUT_MS: "0",
+      GRACE_PERIOD_MS: "500",
+      TRUST_PROXY: "10.0.0.0/8, 127.0.0.1,loopback",
+      CORS_ORIGINS: "https://app.example.com, http://localhost:5173",
+      LOGIN_THROTTLE_MAX: "3",
+      LOGIN_THROTTLE_WINDOW_MS: "1000",
+    });
+    expect(config).toEqual({
+      port: 3000,
+      host: "127.0.0.1",
+      dataDir: "/var/lib/posts",
+      database: {
+        kind: "postgres",
+        url: "postgres://app:pw@db.internal:5432/posts",
+        poolSize: 4,
+        connectTimeoutMs: 1000,
+        statementTimeoutMs: 2000,
+      },
+      jwt: { secret: { from: "environment", secret: SECRET_32 }, issuer: "me", ttlMs: 60_000 },
+      bodyLimit: 2048,
+      timeZone: "Asia/Seoul",
+      logLevel: "debug",
+      migrateOnStart: false,
+      startupTimeoutMs: 0,
+      gracePeriodMs: 500,
+      trustProxy: "10.0.0.0/8,127.0.0.1,loopback",
+      corsOrigins: ["https://app.example.com", "http://localhost:5173"],
+      loginThrottle: { max: 3, windowMs: 1000 },
+    } satisfies AppConfig);
+  });
+
+  it("accepts postgresql:// as well as postgres://", () => {
+    expect(valid({ DATABASE_URL: "postgresql://h/db", JWT_SECRET: SECRET_32 }).database.kind).toBe(
+      "postgres",
+    );
+  });
+
+  it("takes the JWT secret as given, surrounding spaces included", () => {
+    const secret = ` ${SECRET_32} `;
+    expect(valid({ JWT_SECRET: secret }).jwt.secret).toEqual({ from: "environment", secret });
+  });
+
+  it("counts the JWT secret in UTF-8 bytes, not characters", () => {
+    expect(valid({ JWT_SECRET: "é".repeat(16) }).jwt.secret.from).toBe("environment");
+    expect(problems({ JWT_SECRET: "é".repeat(15) })).toEqual([
+      expect.stringContaining("JWT_SECRET is 30 bytes"),
+    ]);
+  });
+
+  it("holds the same JWT key floor as the HTTP adapter", () => {
+    expect(MIN_JWT_SECRET_BYTES).toBe(MIN_SECRET_BYTES);
+  });
+
+  it("refuses a JWT secret of 31 bytes and says how long it must be", () => {
+    expect(problems({ JWT_SECRET: "x".repeat(31) })).toEqual([
+      "JWT_SECRET is 31 bytes long; it must be at least 32 bytes (generate one with: openssl rand -base64 48).",
+    ]);
+  });
+
+  it("refuses a DATABASE_URL without a JWT_SECRET", () => {
+    expect(problems({ DATABASE_URL: "postgres://localhost/posts" })).toEqual([
+      expect.stringContaining("JWT_SECRET is required when DATABASE_URL is set"),
+    ]);
+  });
+
+  it("refuses a DATABASE_URL that is not a postgres URL, without echoing it", () => {
+    for (const url of ["mysql://u:hunter2@h/db", "not a url", "postgres://"]) {
+      const found = problems({ DATABASE_URL: url, JWT_SECRET: SECRET_32 });
+      expect(found).toEqual([expect.stringContaining("DATABASE_URL must be a URL")]);
+      expect(found.join()).not.toContain("hunter2");
+    }
+  });
+
+  it.each([
+    ["PORT", "http", 'PORT must be a whole number from 0 to 65535, got "http".'],
+    ["PORT", "65536", 'PORT must be a whole number from 0 to 65535, got "65536".'],
+    ["PORT", "-1", 'PORT must be a whole number from 0 to 65535, got "-1".'],
+    ["PORT", "80.5", 'PORT must be a whole number from 0 to 65535, got "80.5".'],
+    ["JWT_TTL_MS", "0", 'JWT_TTL_MS must be a whole number at least 1000, got "0".'],
+    [
+      "JWT_TTL_MS",
+      "1500",
+      'JWT_TTL_MS must be a whole number of seconds in milliseconds (a multiple of 1000), got "1500".',
+    ],
+    ["BODY_LIMIT", "16MB", 'BODY_LIMIT must be a whole number at least 1024, got "16MB".'],
+    ["BODY_LIMIT", "1e9", 'BODY_LIMIT must be a whole number at least 1024, got "1e9".'],
+    ["DB_POOL_SIZE", "0", 'DB_POOL_SIZE must be a whole number from 1 to 1000, got "0".'],
+    [
+      "DB_CONNECT_TIMEOUT_MS",
+      "soon",
+      'DB_CONNECT_TIMEOUT_MS must be a whole number from 1 to 2147483647, got "soon".',
+    ],
+    [
+      "DB_STATEMENT_TIMEOUT_MS",
+      "0",
+      'DB_STATEMENT_TIMEOUT_MS must be a whole number from 1 to 2147483647, got "0".',
+    ],
+    [
+      "DB_STARTUP_TIMEOUT_MS",
+      "-5",
+      'DB_STARTUP_TIMEOUT_MS must be a whole number from 0 to 2147483647, got "-5".',
+    ],
+    [
+      "GRACE_PERIOD_MS",
+      "99999999999",
+      'GRACE_PERIOD_MS must be a whole number from 1 to 2147483647, got "99999999999".',
+    ],
+    ["LOGIN_THROTTLE_MAX", "0", 'LOGIN_THROTTLE_MAX must be a whole number at least 1, got "0".'],
+    [
+      "LOGIN_THROTTLE_WINDOW_MS",
+      "x",
+      'LOGIN_THROTTLE_WINDOW_MS must be a whole number from 1 to 2147483647, got "x".',
+    ],
+    ["MIGRATE_ON_START", "yes", 'MIGRATE_ON_START must be true or false, got "yes".'],
+    [
+      "LOG_LEVEL",
+      "verbose",
+      'LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent, got "verbose".',
+    ],
+    [
+      "APP_TIME_ZONE",
+      "Mars/Olympus",
+      'APP_TIME_ZONE must be an IANA time zone name such as UTC or Asia/Seoul, got "Mars/Olympus".',
+    ],
+  ])("refuses %s=%s", (name, value, message) => {
+    expect(problems({ [name]: value })).toEqual([message]);
+  });
+
+  it("refuses TRUST_PROXY entries that are not addresses, ranges or keywords, naming them", () => {
+    expect(problems({ TRUST_PROXY: "10.0.0.1, proxy.local, 10.0.0.0/33, ::1/64" })).toEqual([
+      expect.stringMatching(/^TRUST_PROXY must be .*these are not: proxy\.local, 10\.0\.0\.0\/33\.$/),
+    ]);
+  });
+
+  it("reads TRUST_PROXY as a flag or a hop count", () => {
+    expect(valid({ TRUST_PROXY: "TRUE" }).trustProxy).toBe(true);
+    expect(valid({ TRUST_PROXY: "false" }).trustProxy).toBe(false);
+    expect(valid({ TRUST_PROXY: "2" }).trustProxy).toBe(2);
+  });
+
+  it("refuses CORS_ORIGINS entries that are not bare origins, naming them", () => {
+    expect(problems({ CORS_ORIGINS: "https://ok.example, https://a.example/, *, ftp://x.example" })).toEqual([
+      expect.stringMatching(
+        /^CORS_ORIGINS must be .*these are not: https:\/\/a\.example\/, \*, ftp:\/\/x\.example\.$/,
+      ),
+    ]);
+  });
+
+  it("overrides only the login throttle settings that are set", () => {
+    expect(valid({ LOGIN_THROTTLE_MAX: "7" }).loginThrottle).toEqual({ max: 7 });
+    expect(valid({ LOGIN_THROTTLE_WINDOW_MS: "60000" }).loginThrottle).toEqual({ windowMs: 60_000 });
+  });
+
+  it("lists every problem at once", () => {
+    expect(
+      problems({
+        PORT: "x",
+        DATABASE_URL: "postgres://localhost/posts",
+        APP_TIME_ZONE: "Nowhere",
+        LOG_LEVEL: "loud",
+        MIGRATE_ON_START: "maybe",
+      }),
+    ).toEqual([
+      expect.stringContaining("PORT"),
+      expect.stringContaining("JWT_SECRET is required"),
+      expect.stringContaining("APP_TIME_ZONE"),
+      expect.stringContaining("LOG_LEVEL"),
+      expect.stringContaining("MIGRATE_ON_START"),
+    ]);
+  });
+});

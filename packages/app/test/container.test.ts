@@ -1,0 +1,129 @@
+import { buildHttpApp, DEFAULT_LOGIN_THROTTLE } from "@posts/adapters-http";
+import {
+  isDatabaseUnavailable,
+  PostgresPostRepository,
+  PostgresUserRepository,
+} from "@posts/adapters-postgres";
+import type { TestDatabase } from "@posts/adapters-postgres/testing";
+import { openTestDatabase } from "@posts/adapters-postgres/testing";
+import { systemClock } from "@posts/domain";
+import { FakePasswordHasher } from "@posts/domain/testing";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { AppConfig } from "../src/config.js";
+import { loadConfig } from "../src/config.js";
+import type { ContainerSeeds } from "../src/container.js";
+import { createContainer, TOKENS } from "../src/container.js";
+import { createLogger } from "../src/create-logger.js";
+
+const SECRET = "container-test-secret-0123456789abcdef";
+
+function config(env: Record<string, string>): AppConfig {
+  const loaded = loadConfig({ JWT_SECRET: SECRET, ...env });
+  if (!loaded.ok) throw new Error(loaded.error.join("\n"));
+  return loaded.value;
+}
+
+function decodePayload(token: string): Record<string, unknown> {
+  return JSON.parse(Buffer.from(token.split(".")[1] ?? "", "base64url").toString("utf8"));
+}
+
+describe("createContainer", () => {
+  let database: TestDatabase;
+  let seeds: ContainerSeeds;
+
+  beforeAll(async () => {
+    database = await openTestDatabase("pglite");
+    seeds = {
+      config: config({
+        JWT_ISSUER: "issuer-under-test",
+        JWT_TTL_MS: "60000",
+        BODY_LIMIT: "4096",
+        APP_TIME_ZONE: "Asia/Seoul",
+        TRUST_PROXY: "1",
+        CORS_ORIGINS: "https://app.example.com",
+        LOGIN_THROTTLE_MAX: "3",
+      }),
+      logger: createLogger("silent"),
+      database,
+      jwtSecret: SECRET,
+      passwordHasher: new FakePasswordHasher(),
+    };
+  });
+  afterAll(async () => {
+    await database?.close();
+  });
+
+  it("wires the PostgreSQL repositories, the system clock, the seeded hasher and a JWT issuer into Dependencies", () => {
+    const container = createContainer(seeds);
+    const deps = container.resolve(TOKENS.dependencies);
+
+    expect(deps.posts).toBeInstanceOf(PostgresPostRepository);
+    expect(deps.users).toBeInstanceOf(PostgresUserRepository);
+    expect(deps.clock).toBe(systemClock);
+    expect(deps.hasher).toBe(seeds.passwordHasher);
+  });
+
+  it("builds each instance once", () => {
+    const container = createContainer(seeds);
+
+    expect(container.resolve(TOKENS.httpAppOptions)).toBe(container.resolve(TOKENS.httpAppOptions));
+    expect(container.resolve(TOKENS.dependencies).posts).toBe(container.resolve(TOKENS.postRepository));
+    expect(container.resolve(TOKENS.dependencies).tokens).toBe(container.resolve(TOKENS.tokenIssuer));
+  });
+
+  it("gives separate containers separate instances", () => {
+    expect(createContainer(seeds).resolve(TOKENS.postRepository)).not.toBe(
+      createContainer(seeds).resolve(TOKENS.postRepository),
+    );
+  });
+
+  it("issues tokens with the configured issuer and lifetime", async () => {
+    const issued = await createContainer(seeds)
+      .resolve(TOKENS.tokenIssuer)
+      .issue({ subject: "7", email: "a@example.com", roles: ["ROLE_USER"] });
+    const payload = decodePayload(issued.token);
+
+    expect(issued.expiresInMs).toBe(60_000);
+    expect(payload).toMatchObject({ iss: "issuer-under-test", sub: "7", email: "a@example.com" });
+    expect(Number(payload.exp) - Number(payload.iat)).toBe(60);
+  });
+
+  it("hands the HTTP app the configuration, the logger and the database's unavailability test", () => {
+    const options = createContainer(seeds).resolve(TOKENS.httpAppOptions);
+
+    expect(options).toMatchObject({
+      jwt: { secret: SECRET, issuer: "issuer-under-test" },
+      bodyLimit: 4096,
+      timeZone: "Asia/Seoul",
+      trustProxy: 1,
+      corsOrigins: ["https://app.example.com"],
+      loginThrottle: { ...DEFAULT_LOGIN_THROTTLE, max: 3 },
+    });
+    expect(options.logger).toBe(seeds.logger);
+    expect(options.isUnavailable).toBe(isDatabaseUnavailable);
+  });
+
+  it("keeps the HTTP adapter's login throttle when nothing overrides it", () => {
+    const options = createContainer({ ...seeds, config: config({}) }).resolve(TOKENS.httpAppOptions);
+
+    expect(options.loginThrottle).toEqual(DEFAULT_LOGIN_THROTTLE);
+  });
+
+  it("is ready when the database answers: GET /ready through the real app", async () => {
+    const app = await buildHttpApp(createContainer(seeds).resolve(TOKENS.httpAppOptions));
+    try {
+      const response = await app.inject({ method: "GET", url: "/ready" });
+      expect(response.statusCode).toBe(200);
+    } finally {
+      await app.close();
+    }
+  });
+
+  // Last: it closes the shared database.
+  it("is not ready once the database is gone", async () => {
+    const options = createContainer(seeds).resolve(TOKENS.httpAppOptions);
+    await database.close();
+
+    await expect(options.checkReady?.()).rejects.toThrow();
+  });
+});

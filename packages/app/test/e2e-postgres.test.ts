@@ -1,0 +1,66 @@
+import type { TestDatabase } from "@posts/adapters-postgres/testing";
+import { openTestDatabase } from "@posts/adapters-postgres/testing";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { registerAndLogIn } from "./support/register-and-log-in.js";
+import type { ListeningService } from "./support/service-process.js";
+import { runCommand, startService, TEST_JWT_SECRET } from "./support/service-process.js";
+import { shutDownDuringARequest } from "./support/shut-down-during-a-request.js";
+import { walkThroughTheApi } from "./support/walk-through-the-api.js";
+
+// Runs whenever DATABASE_URL names a server (CI sets it when one answers); the harness then
+// creates a database of its own there and drops it afterwards, and fails, never skips, when the
+// server does not answer.
+const server = process.env.DATABASE_URL;
+const describeOnServer = server === undefined || server === "" ? describe.skip : describe;
+const title =
+  describeOnServer === describe
+    ? "the service on PostgreSQL, as a real process"
+    : "the service on PostgreSQL, as a real process (skipped: set DATABASE_URL=postgres://… to run it)";
+
+describeOnServer(title, () => {
+  let database: TestDatabase;
+  let env: Record<string, string>;
+  let service: ListeningService | undefined;
+
+  beforeAll(async () => {
+    database = await openTestDatabase("postgres", { migrate: false });
+    expect(database.engine).toBe("postgres");
+    env = {
+      DATABASE_URL: database.connectionString ?? "",
+      JWT_SECRET: TEST_JWT_SECRET,
+      // Far from UTC, no daylight saving: timestamps must come out in this zone.
+      APP_TIME_ZONE: "Asia/Seoul",
+    };
+  });
+  afterAll(async () => {
+    await service?.stop();
+    await database?.close();
+  });
+
+  it("`migrate` run twice at once: both exit 0, one applies the migrations, the other finds nothing to do", async () => {
+    const runs = await Promise.all([runCommand(["migrate"], env), runCommand(["migrate"], env)]);
+    for (const run of runs) expect(run.code, run.stdout + run.stderr).toBe(0);
+
+    const applied = runs.map(
+      (run) => run.logs.find((line) => Array.isArray(line.applied))?.applied as string[],
+    );
+    const [none, all] = [...applied].sort((a, b) => a.length - b.length);
+    expect(none).toEqual([]);
+    expect(all?.length).toBeGreaterThan(0);
+  });
+
+  it("walks register → login → create → list → get → patch → delete → delete me with the contract's wire format", async () => {
+    service = await startService(env);
+    expect(service.logs).toContainEqual(
+      expect.objectContaining({ database: "postgres", timeZone: "Asia/Seoul" }),
+    );
+    await walkThroughTheApi(service.url, "+09:00");
+  });
+
+  it("on SIGTERM, finishes the request in flight, refuses new connections and exits 0", async () => {
+    if (service === undefined) throw new Error("the service did not start");
+    const { token } = await registerAndLogIn(service.url);
+    await shutDownDuringARequest(service, token);
+    service = undefined;
+  });
+});
