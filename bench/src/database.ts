@@ -1,0 +1,95 @@
+import pg from "pg";
+
+/** The password of every seeded user; the login scenario signs in with it. */
+export const SEED_PASSWORD = "bench-password-1";
+
+/** The email of seeded user `id` (1-based). */
+export const seedEmail = (id: number) => `user${id}@bench.test`;
+
+/**
+ * The author of seeded post `id`: posts are dealt to users in turn, so user `u` wrote
+ * posts u, u + users, u + 2·users, ... which lets the PATCH scenario pick a user's own posts
+ * without asking the database.
+ */
+export const seedAuthor = (postId: number, users: number) => ((postId - 1) % users) + 1;
+
+/** `url` with its database name replaced. */
+export function withDatabase(url: string, database: string): string {
+  const u = new URL(url);
+  u.pathname = `/${database}`;
+  return u.toString();
+}
+
+/** Drops and re-creates `database` on the server `serverUrl` points at. */
+export async function recreateDatabase(serverUrl: string, database: string): Promise<void> {
+  if (!/^[a-z_][a-z0-9_]*$/.test(database)) throw new Error(`unsafe database name: ${database}`);
+  const client = new pg.Client({ connectionString: serverUrl });
+  await client.connect();
+  try {
+    await client.query(`drop database if exists ${database} with (force)`);
+    await client.query(`create database ${database}`);
+  } finally {
+    await client.end();
+  }
+}
+
+/** Anything that runs SQL: a pg client, or PGlite for the embedded run. */
+export interface Sql {
+  query(text: string, values?: unknown[]): Promise<unknown>;
+}
+
+/**
+ * Fills the service's (already migrated, empty) schema with `users` users and `posts` posts
+ * in a few set-based statements. Every user gets `passwordHash`, a hash of
+ * {@link SEED_PASSWORD}. Ids are given explicitly (1..n) so the harness knows them, and the
+ * identity sequences are moved past them so the service's own inserts follow on.
+ */
+export async function seed(
+  sql: Sql,
+  counts: { readonly users: number; readonly posts: number },
+  passwordHash: string,
+): Promise<void> {
+  await sql.query("set synchronous_commit = off");
+  await sql.query(
+    `insert into users (id, email, password_hash, created_at) overriding system value
+     select g, 'user' || g || '@bench.test', $1, timestamptz '2025-01-01 00:00:00+00'
+     from generate_series(1, ${counts.users}) g`,
+    [passwordHash],
+  );
+  // One post per second of 2025 onwards; content is a few hundred bytes, like a short post.
+  await sql.query(
+    `insert into posts (id, title, content, created_at, updated_at, user_id) overriding system value
+     select g, 'Post number ' || g, repeat('Lorem ipsum dolor sit amet, consectetur adipiscing. ', 6) || g,
+            t, t, ((g - 1) % ${counts.users}) + 1
+     from generate_series(1, ${counts.posts}) g,
+          lateral (select timestamptz '2025-01-02 00:00:00+00' + g * interval '1 second' as t) ts`,
+  );
+  await sql.query(`select setval(pg_get_serial_sequence('users', 'id'), ${counts.users})`);
+  await sql.query(`select setval(pg_get_serial_sequence('posts', 'id'), ${counts.posts})`);
+  // Sets hint bits and the visibility map now rather than during the first measured round.
+  await sql.query("vacuum (analyze) users, posts");
+}
+
+/**
+ * The service's schema as issue #5 describes it, for a self-check before the service's
+ * migrations exist. Once they do, the harness always runs those instead.
+ */
+export async function createFallbackSchema(sql: Sql): Promise<void> {
+  await sql.query(`
+    create table users (
+      id bigint generated always as identity primary key,
+      email text not null,
+      password_hash text not null,
+      created_at timestamptz not null
+    );
+    create unique index users_email_lower on users (lower(email));
+    create table posts (
+      id bigint generated always as identity primary key,
+      title varchar(255) not null,
+      content text not null,
+      created_at timestamptz not null,
+      updated_at timestamptz not null,
+      user_id bigint not null references users on delete cascade
+    );
+    create index posts_user_id_id on posts (user_id, id desc);`);
+}

@@ -1,0 +1,82 @@
+import { mkdtemp, rm } from "node:fs/promises";
+import os from "node:os";
+import { join } from "node:path";
+import { PGlite } from "@electric-sql/pglite";
+import { seed } from "./database.js";
+import {
+  HASH_SOURCE_EMAIL,
+  log,
+  logFile,
+  makeFixture,
+  newTokenSettings,
+  publish,
+  registerHashSource,
+  runScenarios,
+  SERVICE_MAIN,
+  serverEnv,
+  since,
+} from "./harness.js";
+import type { Options } from "./options.js";
+import { freePorts, startServer } from "./server-process.js";
+
+/**
+ * The service on its embedded database (PGlite, PostgreSQL in WASM, in the service's own
+ * process), for information: no baseline, a smaller seed. The service creates and migrates
+ * its database in a fresh DATA_DIR on a first start; the harness then seeds it while the
+ * service is stopped (PGlite admits one process at a time) and starts it again to measure.
+ */
+export async function runEmbedded(options: Options): Promise<void> {
+  const tokens = newTokenSettings();
+  const dataDir = await mkdtemp(join(os.tmpdir(), "posts-bench-"));
+  const env = serverEnv(tokens, undefined, dataDir);
+  const [port] = await freePorts(1);
+  const started = performance.now();
+  try {
+    const first = await startServer(
+      "service",
+      [SERVICE_MAIN],
+      { ...env, PORT: String(port), MIGRATE_ON_START: "true" },
+      logFile("service-embedded-register"),
+    );
+    try {
+      await registerHashSource(first.url);
+    } finally {
+      await first.stop();
+    }
+
+    const db = await PGlite.create({ dataDir: join(dataDir, "pglite") });
+    try {
+      const { rows } = await db.query<{ password_hash: string }>(
+        "delete from users where email = $1 returning password_hash",
+        [HASH_SOURCE_EMAIL],
+      );
+      await seed(db, options, rows[0]?.password_hash ?? "");
+    } finally {
+      await db.close();
+    }
+    log(`embedded database migrated and seeded with ${options.posts} posts in ${since(started)}`);
+
+    const service = await startServer(
+      "service",
+      [...options.serviceNodeArgs, SERVICE_MAIN],
+      { ...env, PORT: String(port) },
+      logFile("service-embedded"),
+    );
+    try {
+      log(`service pid ${service.pid} at ${service.url} on PGlite in ${dataDir}`);
+      const measuring = performance.now();
+      const runs = await runScenarios(options, makeFixture(options, tokens), service, undefined);
+      await publish(
+        runs,
+        options,
+        "Service on its embedded database (PGlite), for information",
+        "service (PGlite)",
+        `measured in ${since(measuring)}`,
+      );
+    } finally {
+      await service.stop();
+    }
+  } finally {
+    await rm(dataDir, { recursive: true, force: true });
+  }
+}

@@ -1,0 +1,259 @@
+/** What the PostgreSQL run and the embedded run share: servers' environment, rounds, output. */
+import { randomBytes } from "node:crypto";
+import { mkdirSync } from "node:fs";
+import { writeFile } from "node:fs/promises";
+import os from "node:os";
+import { fileURLToPath } from "node:url";
+import { SEED_PASSWORD, seedEmail } from "./database.js";
+import { combine, drive, type Slice, type Workload } from "./load.js";
+import type { Options } from "./options.js";
+import { judge, type Round, render, renderVerdicts, type ScenarioRuns } from "./report.js";
+import { type Fixture, probeWorkload, SCENARIOS, type Scenario } from "./scenarios.js";
+import { cpuSeconds, type ServerProcess, sampleMaxRss, tail } from "./server-process.js";
+import { signToken, type TokenSettings } from "./tokens.js";
+
+export const ROOT = fileURLToPath(new URL("../../", import.meta.url));
+export const SERVICE_MAIN = `${ROOT}packages/app/dist/main.js`;
+export const BASELINE_MAIN = fileURLToPath(new URL("./baseline-server.js", import.meta.url));
+/** The service's default pool size (DB_POOL_SIZE); the baseline gets the same. */
+const POOL_SIZE = 10;
+/** Registered through the service so that every seeded user gets a hash made by its own hasher. */
+export const HASH_SOURCE_EMAIL = "hash-source@bench.test";
+
+/** Names this run's files in bench/results/: the raw rounds (.json) and the servers' logs. */
+const RUN_ID = new Date().toISOString().replace(/[:.]/g, "-");
+const RESULTS_DIR = `${ROOT}bench/results`;
+
+/** Where server `name`'s stdout and stderr go during this run. */
+export function logFile(name: string): string {
+  mkdirSync(RESULTS_DIR, { recursive: true });
+  return `${RESULTS_DIR}/${RUN_ID}-${name}.log`;
+}
+
+export const log = (message: string) => console.log(`[bench] ${message}`);
+export const since = (start: number) => `${((performance.now() - start) / 1000).toFixed(1)} s`;
+
+/** A fresh signing key per run: the harness mints tokens with it, both servers check them. */
+export function newTokenSettings(): TokenSettings {
+  return { secret: randomBytes(32).toString("base64url"), issuer: "posts-service", ttlMs: 86_400_000 };
+}
+
+/**
+ * The environment of both servers: production mode, quiet logs, no migration at start, a
+ * login throttle too high to trip (it counts failures; the benchmark's logins all succeed).
+ * `databaseUrl` undefined means the service's embedded database under `dataDir`.
+ */
+export function serverEnv(tokens: TokenSettings, databaseUrl: string | undefined, dataDir?: string) {
+  const env: NodeJS.ProcessEnv = {
+    PATH: process.env.PATH,
+    HOST: "127.0.0.1",
+    DB_POOL_SIZE: String(POOL_SIZE),
+    JWT_SECRET: tokens.secret,
+    JWT_ISSUER: tokens.issuer,
+    JWT_TTL_MS: String(tokens.ttlMs),
+    LOG_LEVEL: "warn",
+    MIGRATE_ON_START: "false",
+    NODE_ENV: "production",
+    LOGIN_THROTTLE_MAX: "1000000",
+  };
+  if (databaseUrl !== undefined) env.DATABASE_URL = databaseUrl;
+  if (dataDir !== undefined) env.DATA_DIR = dataDir;
+  return env;
+}
+
+/** Registers {@link HASH_SOURCE_EMAIL} with {@link SEED_PASSWORD} through the service. */
+export async function registerHashSource(serviceUrl: string): Promise<void> {
+  const response = await fetch(`${serviceUrl}/api/v1/user`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ email: HASH_SOURCE_EMAIL, password: SEED_PASSWORD }),
+  });
+  await response.arrayBuffer();
+  if (response.status !== 201) throw new Error(`registering through the service answered ${response.status}`);
+}
+
+export function makeFixture(options: Options, tokens: TokenSettings): Fixture {
+  return {
+    users: options.users,
+    posts: options.posts,
+    tokens: Array.from({ length: options.users }, (_, i) =>
+      signToken(tokens, { id: i + 1, email: seedEmail(i + 1) }),
+    ),
+    connections: options.connections,
+    loginConnections: options.loginConnections,
+  };
+}
+
+/** Runs every selected scenario against `service` (and `baseline` when given). */
+export async function runScenarios(
+  options: Options,
+  fixture: Fixture,
+  service: ServerProcess,
+  baseline: ServerProcess | undefined,
+): Promise<ScenarioRuns[]> {
+  const unknown = options.only.filter((name) => !SCENARIOS.some((s) => s.name === name));
+  if (unknown.length > 0) throw new Error(`unknown scenario(s): ${unknown.join(", ")}`);
+  const runs: ScenarioRuns[] = [];
+  for (const scenario of SCENARIOS) {
+    if (options.only.length > 0 && !options.only.includes(scenario.name)) continue;
+    runs.push(await runScenario(scenario, fixture, options, service, baseline));
+  }
+  return runs;
+}
+
+/**
+ * Warms each server up, then measures the rounds. A round gives each server `duration`
+ * seconds of load, cut into slices of about `slice` seconds that alternate between the
+ * servers in ABBA order (A B B A A B ...), so that a burst of other work on the machine, or a
+ * drift in its speed, lands on both servers alike instead of on whichever ran at the time.
+ */
+async function runScenario(
+  scenario: Scenario,
+  fixture: Fixture,
+  options: Options,
+  service: ServerProcess,
+  baseline: ServerProcess | undefined,
+): Promise<ScenarioRuns> {
+  const workload = scenario.workload(fixture);
+  const probe = scenario.name === "login" ? probeWorkload(fixture, options.probeRate) : undefined;
+  const servers = baseline === undefined ? [service] : [service, baseline];
+  if (options.warmup > 0) {
+    for (const server of servers) await drive(server.url, workload, options.warmup);
+  }
+  const sliceCount = Math.max(1, Math.round(options.duration / options.slice));
+  const sliceSeconds = options.duration / sliceCount;
+  const rounds = new Map<ServerProcess, Round[]>(servers.map((s) => [s, []]));
+  for (let r = 1; r <= options.rounds; r++) {
+    const slices = new Map<ServerProcess, SliceOfRound[]>(servers.map((s) => [s, []]));
+    for (let i = 0; i < sliceCount; i++) {
+      // ABBA across slices, and each round starts with the server the previous one ended with.
+      const forward = ((r - 1) * sliceCount + i) % 2 === 0;
+      for (const server of forward ? servers : [...servers].reverse()) {
+        slices.get(server)?.push(await measureSlice(server, workload, probe, sliceSeconds));
+      }
+    }
+    for (const server of servers) {
+      if (!server.alive()) {
+        throw new Error(
+          `${server.name} died during ${scenario.name}; its log (${server.logFile}) ends:\n${tail(server.logFile)}`,
+        );
+      }
+      const round = toRound(slices.get(server) ?? []);
+      rounds.get(server)?.push(round);
+      log(
+        `${scenario.name} round ${r}/${options.rounds} ${server.name}: ${round.requestsPerSecond.toFixed(0)} req/s, ` +
+          `p99 ${round.p99Ms.toFixed(2)} ms, non-2xx ${round.non2xx + round.errors}, ` +
+          `RSS ${(round.rssMaxBytes / 1048576).toFixed(0)} MB` +
+          (round.eventLoopP99Ms === undefined
+            ? ""
+            : `, event-loop p99 ${round.eventLoopP99Ms.toFixed(1)} ms`),
+      );
+    }
+  }
+  return {
+    name: scenario.name,
+    description: scenario.description,
+    service: rounds.get(service) ?? [],
+    baseline: baseline === undefined ? [] : (rounds.get(baseline) ?? []),
+  };
+}
+
+interface SliceOfRound {
+  readonly load: Slice;
+  /** CPU seconds the server used during the slice. */
+  readonly cpuSeconds: number;
+  readonly rssMaxBytes: number;
+  readonly eventLoopP99Ms: number | undefined;
+  readonly probe: Slice | undefined;
+}
+
+/** One slice: the load, the RSS sampled meanwhile, and for logins the concurrent GETs and the event-loop delay. */
+async function measureSlice(
+  server: ServerProcess,
+  workload: Workload,
+  probe: Workload | undefined,
+  seconds: number,
+): Promise<SliceOfRound> {
+  if (probe !== undefined) await eventLoopP99Ms(server.url); // resets the server's histogram
+  const rss = sampleMaxRss(server.pid);
+  const cpuBefore = cpuSeconds(server.pid);
+  const [load, probeLoad] = await Promise.all([
+    drive(server.url, workload, seconds),
+    probe === undefined ? undefined : drive(server.url, probe, seconds),
+  ]);
+  const cpu = cpuSeconds(server.pid) - cpuBefore;
+  const rssMaxBytes = rss();
+  const eventLoop = probe === undefined ? undefined : await eventLoopP99Ms(server.url);
+  return { load, cpuSeconds: cpu, rssMaxBytes, eventLoopP99Ms: eventLoop, probe: probeLoad };
+}
+
+/**
+ * A round from its slices. The event-loop delay p99 of a round is the largest of its slices'
+ * (each slice's histogram is separate, and the worst slice is the honest bound).
+ */
+function toRound(slices: readonly SliceOfRound[]): Round {
+  const eventLoop = slices.flatMap((s) => (s.eventLoopP99Ms === undefined ? [] : [s.eventLoopP99Ms]));
+  const probes = slices.flatMap((s) => (s.probe === undefined ? [] : [s.probe]));
+  const load = combine(slices.map((s) => s.load));
+  const probeResponses = probes.reduce((sum, p) => sum + p.latencies.length, 0);
+  return {
+    ...load,
+    cpuMsPerRequest:
+      (1000 * slices.reduce((sum, s) => sum + s.cpuSeconds, 0)) / (load.responses + probeResponses),
+    rssMaxBytes: Math.max(...slices.map((s) => s.rssMaxBytes)),
+    eventLoopP99Ms: eventLoop.length > 0 ? Math.max(...eventLoop) : undefined,
+    probe: probes.length > 0 ? combine(probes) : undefined,
+  };
+}
+
+/**
+ * The server's event-loop delay p99 since the previous call, from prom-client's
+ * `nodejs_eventloop_lag_p99_seconds` on GET /metrics (reading it resets the histogram);
+ * `undefined` when the server publishes no such figure.
+ */
+async function eventLoopP99Ms(baseUrl: string): Promise<number | undefined> {
+  try {
+    const response = await fetch(`${baseUrl}/metrics`);
+    const text = await response.text();
+    if (!response.ok) return undefined;
+    const match = /^nodejs_eventloop_lag_p99_seconds(?:\{[^}]*\})? (\S+)$/m.exec(text);
+    return match?.[1] === undefined ? undefined : Number(match[1]) * 1000;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Prints the tables and the targets, and keeps the raw rounds in bench/results/. */
+export async function publish(
+  runs: readonly ScenarioRuns[],
+  options: Options,
+  heading: string,
+  serviceName: string,
+  context: string,
+): Promise<void> {
+  const cpus = os.cpus();
+  const connections = `${options.connections} connections (login ${options.loginConnections} + ${options.probeRate} GET/s)`;
+  console.log(
+    `\n## ${heading}\n\n${new Date().toISOString()} · node ${process.version} · ${cpus.length} × ` +
+      `${cpus[0]?.model ?? "?"} · ${options.posts} posts / ${options.users} users · ${connections} · ` +
+      `${options.rounds} round(s) × ${options.duration} s in ${options.slice} s slices (warm-up ${options.warmup} s) · ${context}` +
+      (options.serviceNodeArgs.length > 0
+        ? ` · service run with \`node ${options.serviceNodeArgs.join(" ")}\``
+        : "") +
+      "\n",
+  );
+  console.log(render(runs, serviceName));
+  if (runs.some((r) => r.baseline.length > 0))
+    console.log(
+      `\nMedians over rounds. Ratios are ${serviceName} / baseline per round (the two ran in ` +
+        "alternating slices of the same round), then the median of those.",
+    );
+  // Without a baseline (the embedded run, where the database also lives in the service's
+  // process) the targets do not apply; the figures are for information.
+  if (runs.some((r) => r.baseline.length > 0)) console.log(`\n${renderVerdicts(judge(runs))}`);
+
+  mkdirSync(RESULTS_DIR, { recursive: true });
+  const file = `${RESULTS_DIR}/${RUN_ID}.json`;
+  await writeFile(file, JSON.stringify({ heading, options, node: process.version, runs }, null, 2));
+  log(`raw results: ${file}`);
+}

@@ -1,0 +1,107 @@
+import { parseArgs } from "node:util";
+
+/** How one `pnpm bench` run is shaped. */
+export interface Options {
+  /** Server URL of any database on the PostgreSQL server; the bench database is made beside it. */
+  readonly databaseUrl: string;
+  /** Name of the database dropped and re-created for the run. */
+  readonly database: string;
+  readonly posts: number;
+  readonly users: number;
+  /** Measured seconds per scenario and round. */
+  readonly duration: number;
+  /** Length of the alternating slices a round is cut into, in seconds. */
+  readonly slice: number;
+  /** Unmeasured seconds per scenario and server before its first round. */
+  readonly warmup: number;
+  /** Rounds per scenario; each round runs the service then the baseline. */
+  readonly rounds: number;
+  readonly connections: number;
+  /** Connections sending logins in the login scenario. */
+  readonly loginConnections: number;
+  /** Requests per second of GET one post sent beside the logins. */
+  readonly probeRate: number;
+  /** Only these scenarios (all when empty). */
+  readonly only: readonly string[];
+  /** Embedded (PGlite) service only, no baseline, smaller seed. */
+  readonly embedded: boolean;
+  /** The "service" is a second baseline: ratios near 1.0 show the harness is fair. */
+  readonly selfCheck: boolean;
+  readonly quick: boolean;
+  /** Extra `node` arguments for the service process (e.g. --cpu-prof, a V8 flag, an --import). */
+  readonly serviceNodeArgs: readonly string[];
+}
+
+const HELP = `Usage: pnpm bench [-- options]
+
+  --quick               1 round of 4 s per scenario, 2 s warm-up (development)
+  --embedded            the service on its embedded PGlite database, no baseline (information)
+  --self-check          measure the baseline against a second baseline (harness fairness)
+  --rounds N            interleaved rounds per scenario (default 3)
+  --duration S          measured seconds per round (default 10)
+  --slice S             a round alternates servers every S seconds (default 2)
+  --warmup S            warm-up seconds per scenario and server (default 3)
+  --connections N       concurrent connections (default 64)
+  --login-connections N connections sending logins (default 16)
+  --probe-rate N        GET one post per second beside the logins (default 100)
+  --posts N / --users N seed size (default 1000000 / 1000; embedded 100000 / 1000)
+  --service-node-args="A B"  extra node arguments for the service (profiling, trying a V8 flag)
+  --only a,b            scenarios to run (get-one, list-first, list-deep, list-user, create, patch, login)
+  DATABASE_URL          PostgreSQL server (default postgres://postgres@127.0.0.1:5432/postgres)
+  BENCH_DATABASE        database made for the run (default posts_bench)`;
+
+export function parseOptions(argv: readonly string[]): Options {
+  const { values } = parseArgs({
+    args: [...argv],
+    options: {
+      quick: { type: "boolean", default: false },
+      embedded: { type: "boolean", default: false },
+      "self-check": { type: "boolean", default: false },
+      rounds: { type: "string" },
+      duration: { type: "string" },
+      warmup: { type: "string" },
+      slice: { type: "string" },
+      connections: { type: "string" },
+      "login-connections": { type: "string" },
+      "probe-rate": { type: "string" },
+      posts: { type: "string" },
+      users: { type: "string" },
+      only: { type: "string" },
+      "service-node-args": { type: "string" },
+      help: { type: "boolean", short: "h", default: false },
+    },
+    strict: true,
+  });
+  if (values.help) {
+    console.log(HELP);
+    process.exit(0);
+  }
+  const quick = values.quick ?? false;
+  const embedded = values.embedded ?? false;
+  const int = (name: string, raw: string | undefined, fallback: number, min = 1) => {
+    if (raw === undefined) return fallback;
+    const n = Number(raw);
+    if (!Number.isInteger(n) || n < min) throw new Error(`--${name} must be an integer >= ${min}`);
+    return n;
+  };
+  const options: Options = {
+    databaseUrl: process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres",
+    database: process.env.BENCH_DATABASE ?? "posts_bench",
+    posts: int("posts", values.posts, embedded ? 100_000 : 1_000_000, 1000),
+    users: int("users", values.users, 1000, 1),
+    duration: int("duration", values.duration, quick ? 4 : 10),
+    slice: int("slice", values.slice, 2),
+    warmup: int("warmup", values.warmup, quick ? 2 : 3, 0),
+    rounds: int("rounds", values.rounds, quick || embedded ? 1 : 3),
+    connections: int("connections", values.connections, 64),
+    loginConnections: int("login-connections", values["login-connections"], 16),
+    probeRate: int("probe-rate", values["probe-rate"], 100),
+    only: values.only === undefined ? [] : values.only.split(",").map((s) => s.trim()),
+    embedded,
+    selfCheck: values["self-check"] ?? false,
+    quick,
+    serviceNodeArgs: values["service-node-args"]?.split(" ").filter((a) => a !== "") ?? [],
+  };
+  if (options.posts < options.users) throw new Error("--posts must be at least --users");
+  return options;
+}

@@ -1,0 +1,264 @@
+import type { LoadResult } from "./load.js";
+import { median } from "./stats.js";
+
+/** One measured round of one scenario against one server. */
+export interface Round extends LoadResult {
+  /**
+   * CPU time the server process used per response (all its threads). Unlike req/s it hardly
+   * depends on what else the machine is doing, so it shows the cost of the code even on a busy
+   * machine.
+   */
+  readonly cpuMsPerRequest: number;
+  readonly rssMaxBytes: number;
+  /** Login scenario: the server's event-loop delay p99 over the round, when it exposes one. */
+  readonly eventLoopP99Ms?: number | undefined;
+  /** Login scenario: the concurrent GET traffic. */
+  readonly probe?: LoadResult | undefined;
+}
+
+/** The rounds of one scenario, per server. */
+export interface ScenarioRuns {
+  readonly name: string;
+  readonly description: string;
+  readonly service: readonly Round[];
+  /** Empty in the embedded run. */
+  readonly baseline: readonly Round[];
+}
+
+/** Medians (and worst cases) of one server's rounds of one scenario. */
+export interface Summary {
+  readonly requestsPerSecond: number;
+  readonly p50Ms: number;
+  readonly p99Ms: number;
+  readonly cpuMsPerRequest: number;
+  /** Non-2xx responses plus connection errors, over all rounds. */
+  readonly failures: number;
+  readonly badStatuses: Readonly<Record<string, number>>;
+  readonly rssMaxBytes: number;
+  readonly eventLoopP99Ms?: number | undefined;
+  readonly probeP99Ms?: number | undefined;
+  readonly perRound: readonly number[];
+}
+
+export function summarize(rounds: readonly Round[]): Summary {
+  const badStatuses: Record<string, number> = {};
+  for (const round of rounds) {
+    for (const [status, count] of Object.entries(round.badStatuses)) {
+      badStatuses[status] = (badStatuses[status] ?? 0) + count;
+    }
+  }
+  const eventLoop = rounds.flatMap((r) => (r.eventLoopP99Ms === undefined ? [] : [r.eventLoopP99Ms]));
+  const probe = rounds.flatMap((r) => (r.probe === undefined ? [] : [r.probe.p99Ms]));
+  return {
+    requestsPerSecond: median(rounds.map((r) => r.requestsPerSecond)),
+    p50Ms: median(rounds.map((r) => r.p50Ms)),
+    p99Ms: median(rounds.map((r) => r.p99Ms)),
+    cpuMsPerRequest: median(rounds.map((r) => r.cpuMsPerRequest)),
+    failures: rounds.reduce((sum, r) => sum + r.non2xx + r.errors, 0),
+    badStatuses,
+    rssMaxBytes: Math.max(...rounds.map((r) => r.rssMaxBytes)),
+    eventLoopP99Ms: eventLoop.length > 0 ? median(eventLoop) : undefined,
+    probeP99Ms: probe.length > 0 ? median(probe) : undefined,
+    perRound: rounds.map((r) => r.requestsPerSecond),
+  };
+}
+
+/**
+ * The median over rounds of service/baseline for `metric`. A round's two measurements were
+ * taken in alternating slices under the same conditions, so they are compared with each other
+ * rather than with the other server's rounds, which ran under other conditions.
+ */
+export function pairedRatios(
+  run: ScenarioRuns,
+  metric: "requestsPerSecond" | "p99Ms" | "cpuMsPerRequest",
+): number[] {
+  return run.service.flatMap((s, i) => {
+    const b = run.baseline[i];
+    return b === undefined ? [] : [s[metric] / b[metric]];
+  });
+}
+
+/** One target of issue #5, judged. */
+export interface Verdict {
+  readonly target: string;
+  readonly measured: string;
+  readonly pass: boolean;
+}
+
+const MB = 1024 * 1024;
+const RPS_TARGETS: Readonly<Record<string, number>> = {
+  "get-one": 0.9,
+  "list-first": 0.9,
+  "list-user": 0.9,
+  create: 0.85,
+  patch: 0.85,
+};
+const DEEP_VS_FIRST = 0.95;
+const P99_RATIO = 1.5;
+const RSS_LIMIT = 200 * MB;
+const LOGIN_MIN_RPS = 30;
+const EVENT_LOOP_LIMIT_MS = 100;
+
+const fixed = (n: number, digits = 2) => (Number.isFinite(n) ? n.toFixed(digits) : "n/a");
+
+/** Judges the targets; without a baseline (embedded run) only those that need none. */
+export function judge(runs: readonly ScenarioRuns[]): Verdict[] {
+  const verdicts: Verdict[] = [];
+  const by = new Map(runs.map((r) => [r.name, r]));
+  const s = (name: string) => {
+    const run = by.get(name);
+    return run === undefined ? undefined : summarize(run.service);
+  };
+
+  for (const [name, min] of Object.entries(RPS_TARGETS)) {
+    const run = by.get(name);
+    if (run === undefined || run.baseline.length === 0) continue;
+    const ratio = median(pairedRatios(run, "requestsPerSecond"));
+    verdicts.push({
+      target: `${name}: req/s >= ${min}x baseline`,
+      measured: `${fixed(ratio)}x`,
+      pass: ratio >= min,
+    });
+  }
+  const deep = s("list-deep");
+  const first = s("list-first");
+  if (deep !== undefined && first !== undefined) {
+    const ratio = deep.requestsPerSecond / first.requestsPerSecond;
+    verdicts.push({
+      target: `list-deep: req/s >= ${DEEP_VS_FIRST}x the service's list-first`,
+      measured: `${fixed(ratio)}x`,
+      pass: ratio >= DEEP_VS_FIRST,
+    });
+  }
+  for (const run of runs) {
+    const service = summarize(run.service);
+    const statuses = Object.entries(service.badStatuses)
+      .map(([status, count]) => `${count}×${status}`)
+      .join(", ");
+    verdicts.push({
+      target: `${run.name}: zero non-2xx and errors`,
+      measured:
+        service.failures === 0 ? "0" : `${service.failures}${statuses === "" ? "" : ` (${statuses})`}`,
+      pass: service.failures === 0,
+    });
+  }
+  for (const run of runs) {
+    if (run.baseline.length === 0) continue;
+    const ratio = median(pairedRatios(run, "p99Ms"));
+    verdicts.push({
+      target: `${run.name}: p99 <= ${P99_RATIO}x baseline p99`,
+      measured: `${fixed(ratio)}x`,
+      pass: ratio <= P99_RATIO,
+    });
+  }
+  const loadRuns = runs.filter((r) => r.name !== "login");
+  if (loadRuns.length > 0) {
+    const rss = Math.max(...loadRuns.map((r) => summarize(r.service).rssMaxBytes));
+    verdicts.push({
+      target: `RSS <= ${RSS_LIMIT / MB} MB under load (max over scenarios)`,
+      measured: `${fixed(rss / MB, 0)} MB`,
+      pass: rss <= RSS_LIMIT,
+    });
+  }
+  const login = s("login");
+  if (login !== undefined) {
+    verdicts.push({
+      target: `login: >= ${LOGIN_MIN_RPS} req/s`,
+      measured: `${fixed(login.requestsPerSecond, 1)} req/s`,
+      pass: login.requestsPerSecond >= LOGIN_MIN_RPS,
+    });
+    // The server's own figure when it publishes one; otherwise the latency of the concurrent
+    // GETs, which can only be larger than the event-loop delay they suffered.
+    const delay = login.eventLoopP99Ms ?? login.probeP99Ms ?? Number.NaN;
+    const source = login.eventLoopP99Ms === undefined ? "concurrent GET p99" : "nodejs_eventloop_lag_p99";
+    verdicts.push({
+      target: `login: event-loop delay p99 < ${EVENT_LOOP_LIMIT_MS} ms during logins`,
+      measured: `${fixed(delay, 1)} ms (${source}; concurrent GET p99 ${fixed(login.probeP99Ms ?? Number.NaN, 1)} ms)`,
+      pass: delay < EVENT_LOOP_LIMIT_MS,
+    });
+  }
+  return verdicts;
+}
+
+function table(header: readonly string[], rows: readonly (readonly string[])[]): string {
+  const line = (cells: readonly string[]) => `| ${cells.join(" | ")} |`;
+  return [line(header), line(header.map(() => "---")), ...rows.map(line)].join("\n");
+}
+
+/** The results as Markdown tables (readable in a terminal, pasteable into RESULTS.md). */
+export function render(runs: readonly ScenarioRuns[], serviceName: string): string {
+  const rows: string[][] = [];
+  for (const run of runs) {
+    const service = summarize(run.service);
+    const baseline = run.baseline.length > 0 ? summarize(run.baseline) : undefined;
+    const row = (name: string, x: Summary) => [
+      run.name,
+      name,
+      fixed(x.requestsPerSecond, 0),
+      fixed(x.p50Ms),
+      fixed(x.p99Ms),
+      fixed(x.cpuMsPerRequest, 3),
+      String(x.failures),
+      fixed(x.rssMaxBytes / MB, 0),
+      x.perRound.map((v) => fixed(v, 0)).join(" / "),
+    ];
+    rows.push(row(serviceName, service));
+    if (baseline !== undefined) {
+      rows.push(row("baseline", baseline));
+      const rps = pairedRatios(run, "requestsPerSecond");
+      rows.push([
+        run.name,
+        "**ratio**",
+        `**${fixed(median(rps))}**`,
+        fixed(service.p50Ms / baseline.p50Ms),
+        `**${fixed(median(pairedRatios(run, "p99Ms")))}**`,
+        fixed(median(pairedRatios(run, "cpuMsPerRequest"))),
+        "",
+        fixed(service.rssMaxBytes / baseline.rssMaxBytes),
+        rps.map((v) => fixed(v)).join(" / "),
+      ]);
+    }
+  }
+  const parts = [
+    table(
+      [
+        "scenario",
+        "server",
+        "req/s",
+        "p50 ms",
+        "p99 ms",
+        "CPU ms/req",
+        "non-2xx",
+        "RSS MB",
+        "per round (req/s or ratio)",
+      ],
+      rows,
+    ),
+  ];
+  const login = runs.find((r) => r.name === "login");
+  if (login !== undefined) {
+    const loginRows = [
+      [serviceName, summarize(login.service)],
+      ...(login.baseline.length > 0 ? [["baseline", summarize(login.baseline)] as const] : []),
+    ] as const;
+    parts.push(
+      table(
+        ["login round", "logins/s", "event-loop delay p99 ms", "concurrent GET p99 ms"],
+        loginRows.map(([name, x]) => [
+          name,
+          fixed(x.requestsPerSecond, 1),
+          fixed(x.eventLoopP99Ms ?? Number.NaN, 1),
+          fixed(x.probeP99Ms ?? Number.NaN, 1),
+        ]),
+      ),
+    );
+  }
+  return parts.join("\n\n");
+}
+
+export function renderVerdicts(verdicts: readonly Verdict[]): string {
+  return table(
+    ["target", "measured", ""],
+    verdicts.map((v) => [v.target, v.measured, v.pass ? "PASS" : "**FAIL**"]),
+  );
+}

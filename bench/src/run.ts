@@ -1,0 +1,126 @@
+/**
+ * `pnpm bench`: seeds PostgreSQL, starts the built service and the baseline as child
+ * processes, drives the same load at both in interleaved rounds from this process, and
+ * prints the medians, the ratios and the targets of issue #5. `--embedded` measures the
+ * service on its embedded database instead (embedded-run.ts).
+ */
+import { existsSync } from "node:fs";
+import os from "node:os";
+import { hash } from "@node-rs/argon2";
+import pg from "pg";
+import { createFallbackSchema, recreateDatabase, SEED_PASSWORD, seed, withDatabase } from "./database.js";
+import { runEmbedded } from "./embedded-run.js";
+import {
+  BASELINE_MAIN,
+  HASH_SOURCE_EMAIL,
+  log,
+  logFile,
+  makeFixture,
+  newTokenSettings,
+  publish,
+  registerHashSource,
+  runScenarios,
+  SERVICE_MAIN,
+  serverEnv,
+  since,
+} from "./harness.js";
+import { type Options, parseOptions } from "./options.js";
+import { freePorts, runNode, type ServerProcess, startServer } from "./server-process.js";
+
+async function runPostgres(options: Options) {
+  const serviceBuilt = existsSync(SERVICE_MAIN);
+  if (!options.selfCheck && !serviceBuilt) {
+    throw new Error(
+      `${SERVICE_MAIN} is missing: build the service first (pnpm run build), or use --self-check`,
+    );
+  }
+  const tokens = newTokenSettings();
+  const benchUrl = withDatabase(options.databaseUrl, options.database);
+  const env = serverEnv(tokens, benchUrl);
+  const [servicePort, baselinePort] = await freePorts(2);
+  const serviceName = options.selfCheck ? "baseline-2" : "service";
+
+  const servers: ServerProcess[] = [];
+  const stopAll = () => Promise.all(servers.map((s) => s.stop()));
+  process.once("SIGINT", () => void stopAll().then(() => process.exit(130)));
+  const started = performance.now();
+  await recreateDatabase(options.databaseUrl, options.database);
+  const client = new pg.Client({ connectionString: benchUrl });
+  await client.connect();
+  try {
+    // The service's own migrations through its documented command; a self-check before the
+    // service is built falls back to a copy of its schema.
+    if (serviceBuilt) await runNode([SERVICE_MAIN, "migrate"], env);
+    else await createFallbackSchema(client);
+
+    const passwordHash = options.selfCheck
+      ? await hash(SEED_PASSWORD)
+      : await hashFromService({ ...env, PORT: String(servicePort) }, client);
+    await seed(client, options, passwordHash);
+    log(`migrated and seeded ${options.posts} posts over ${options.users} users in ${since(started)}`);
+
+    // Both servers start on the seeded database, so neither has seen it any other way.
+    const service = await startServer(
+      serviceName,
+      options.selfCheck ? [BASELINE_MAIN] : [...options.serviceNodeArgs, SERVICE_MAIN],
+      { ...env, PORT: String(servicePort) },
+      logFile(serviceName),
+    );
+    servers.push(service);
+    const baseline = await startServer(
+      "baseline",
+      [BASELINE_MAIN],
+      { ...env, PORT: String(baselinePort) },
+      logFile("baseline"),
+    );
+    servers.push(baseline);
+    log(
+      `${serviceName} pid ${service.pid} at ${service.url}, baseline pid ${baseline.pid} at ${baseline.url}`,
+    );
+
+    const measuring = performance.now();
+    const loadBefore = os.loadavg()[0] ?? 0;
+    const runs = await runScenarios(options, makeFixture(options, tokens), service, baseline);
+    const load = `load average ${loadBefore.toFixed(2)} → ${(os.loadavg()[0] ?? 0).toFixed(2)}`;
+    await publish(
+      runs,
+      options,
+      options.selfCheck
+        ? "Self-check: baseline vs baseline on PostgreSQL"
+        : "Service vs baseline on PostgreSQL",
+      serviceName,
+      `measured in ${since(measuring)}, ${load}`,
+    );
+  } finally {
+    await stopAll();
+    await client.end();
+  }
+}
+
+/**
+ * The hash the service's own hasher makes of {@link SEED_PASSWORD}: registers one user through
+ * a short-lived service process, takes the hash and deletes the user, which makes way for the
+ * seeded ids.
+ */
+async function hashFromService(env: NodeJS.ProcessEnv, client: pg.Client): Promise<string> {
+  const service = await startServer("service", [SERVICE_MAIN], env, logFile("service-register"));
+  try {
+    await registerHashSource(service.url);
+  } finally {
+    await service.stop();
+  }
+  const { rows } = await client.query<{ password_hash: string }>(
+    "delete from users where email = $1 returning password_hash",
+    [HASH_SOURCE_EMAIL],
+  );
+  const passwordHash = rows[0]?.password_hash;
+  if (passwordHash === undefined)
+    throw new Error("the user registered through the service is not in the database");
+  return passwordHash;
+}
+
+const options = parseOptions(process.argv.slice(2));
+(options.embedded ? runEmbedded(options) : runPostgres(options)).catch((error: unknown) => {
+  console.error(error);
+  process.exitCode = 1;
+});
