@@ -42,9 +42,49 @@ describe("parseTimestamptz", () => {
     // Local mean time before standard zones: offsets with seconds.
     ["1850-01-01 00:00:00-04:56:02", "1850-01-01T04:56:02.000Z"],
     ["0050-03-01 00:00:00+00", "0050-03-01T00:00:00.000Z"],
+    ["10000-01-01 00:00:00+00", "+010000-01-01T00:00:00.000Z"],
+    ["2026-11-22 10:15:30.12+00", "2026-11-22T10:15:30.120Z"],
+    ["2026-11-22 10:15:30.123456-09:30", "2026-11-22T19:45:30.123Z"],
   ];
   it.each(cases)("reads %s as %s", (text, iso) => {
     expect(parseTimestamptz(text).toISOString()).toBe(iso);
+  });
+
+  it("reads every fraction length and offset form as the instant it names", () => {
+    const pad = (n: number, width = 2) => String(n).padStart(width, "0");
+    let seed = 7;
+    const next = (n: number) => {
+      seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31;
+      return seed % n;
+    };
+    for (let i = 0; i < 2000; i++) {
+      const instant = Date.UTC(
+        100 + next(9900),
+        next(12),
+        1 + next(28),
+        next(24),
+        next(60),
+        next(60),
+        next(1000),
+      );
+      const offsetSeconds = (next(2) === 0 ? -1 : 1) * (next(15) * 3600 + [0, 1800, 2700, 122][next(4)]!);
+      const wall = new Date(instant + offsetSeconds * 1000);
+      const fraction = [
+        "",
+        `.${pad(wall.getUTCMilliseconds(), 3)}`,
+        `.${pad(wall.getUTCMilliseconds(), 3)}999`,
+      ][next(3)]!;
+      const magnitude = Math.abs(offsetSeconds);
+      const hh = pad(Math.floor(magnitude / 3600));
+      const mm = Math.floor(magnitude / 60) % 60;
+      const ss = magnitude % 60;
+      const offset = `${offsetSeconds < 0 ? "-" : "+"}${hh}${mm || ss ? `:${pad(mm)}` : ""}${ss ? `:${pad(ss)}` : ""}`;
+      const text =
+        `${pad(wall.getUTCFullYear(), 4)}-${pad(wall.getUTCMonth() + 1)}-${pad(wall.getUTCDate())} ` +
+        `${pad(wall.getUTCHours())}:${pad(wall.getUTCMinutes())}:${pad(wall.getUTCSeconds())}${fraction}${offset}`;
+      const expected = fraction === "" ? instant - wall.getUTCMilliseconds() : instant;
+      expect(parseTimestamptz(text).getTime(), text).toBe(expected);
+    }
   });
 
   it("refuses what is no instant it can represent", () => {
@@ -53,6 +93,10 @@ describe("parseTimestamptz", () => {
       "-infinity",
       "0044-03-15 12:00:00+00 BC",
       "11/22/2026 10:15:30 UTC",
+      "2026-11-22 10:15:30.+00",
+      "2026-11-22 10:15:30+0",
+      "2026-11-22 10:15:30+00:0",
+      "2026-11-22 1a:15:30+00",
       "",
     ]) {
       expect(() => parseTimestamptz(text)).toThrow(/cannot read timestamptz/);
