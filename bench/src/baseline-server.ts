@@ -36,6 +36,9 @@ const NOT_FOUND = "게시글을 찾을 수 없습니다.";
 const NOT_AUTHOR = "게시글 작성자만 수정할 수 있습니다.";
 
 const POST_COLUMNS = `p.id, p.title, p.content, p.created_at, p.updated_at, p.user_id, u.email`;
+const PAGE_COLUMNS =
+  "p.id, p.title, p.content, p.created_at, p.updated_at, p.user_id, " +
+  "(select u.email from users u where u.id = p.user_id) as email";
 
 interface PostRow {
   id: number;
@@ -201,8 +204,9 @@ app.get<{ Querystring: { size?: string; cursor?: string; userId?: string } }>(
     const values: number[] = [];
     if (before !== undefined) where.push(`p.id < $${values.push(before)}`);
     if (userId !== undefined) where.push(`p.user_id = $${values.push(userId)}`);
+    // The service's statement: the author's email as a scalar subquery, not a join.
     const { rows } = await pool.query<PostRow>(
-      `select ${POST_COLUMNS} from posts p join users u on u.id = p.user_id` +
+      `select ${PAGE_COLUMNS} from posts p` +
         `${where.length > 0 ? ` where ${where.join(" and ")}` : ""} order by p.id desc limit $${values.push(size + 1)}`,
       values,
     );

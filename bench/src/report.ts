@@ -124,9 +124,16 @@ export function judge(runs: readonly ScenarioRuns[]): Verdict[] {
   const first = s("list-first");
   if (deep !== undefined && first !== undefined) {
     const ratio = deep.requestsPerSecond / first.requestsPerSecond;
+    // The baseline runs the same SQL: its own deep/first ratio shows what is not the service's doing.
+    const baselineDeep = by.get("list-deep")?.baseline ?? [];
+    const baselineFirst = by.get("list-first")?.baseline ?? [];
+    const context =
+      baselineDeep.length > 0 && baselineFirst.length > 0
+        ? ` (baseline: ${fixed(summarize(baselineDeep).requestsPerSecond / summarize(baselineFirst).requestsPerSecond)}x)`
+        : "";
     verdicts.push({
       target: `list-deep: req/s >= ${DEEP_VS_FIRST}x the service's list-first`,
-      measured: `${fixed(ratio)}x`,
+      measured: `${fixed(ratio)}x${context}`,
       pass: ratio >= DEEP_VS_FIRST,
     });
   }
