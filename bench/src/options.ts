@@ -52,7 +52,8 @@ const HELP = `Usage: pnpm bench [-- options]
 
 export function parseOptions(argv: readonly string[]): Options {
   const { values } = parseArgs({
-    args: [...argv],
+    // `pnpm bench -- --quick` hands the separator on; `pnpm bench --quick` does not.
+    args: argv[0] === "--" ? argv.slice(1) : [...argv],
     options: {
       quick: { type: "boolean", default: false },
       embedded: { type: "boolean", default: false },
