@@ -1,5 +1,5 @@
 import type { Operation, RequestRecord } from "./soak-load.js";
-import { percentile } from "./stats.js";
+import { extent, percentile } from "./stats.js";
 
 /** When the soak did what to the PostgreSQL server (epoch milliseconds). */
 export interface RestartTimes {
@@ -95,8 +95,8 @@ export function analyzeLoad(
   records: readonly RequestRecord[],
   restarts: readonly RestartTimes[],
 ): LoadAnalysis {
-  const startedAt = Math.min(...records.map((record) => record.sentAt));
-  const endedAt = Math.max(...records.map((record) => record.doneAt));
+  const startedAt = extent(records.map((record) => record.sentAt)).min;
+  const endedAt = extent(records.map((record) => record.doneAt)).max;
   const byOperation: Record<Operation, number> = { list: 0, read: 0, create: 0, patch: 0 };
   const byStatus: Record<string, number> = {};
   for (const record of records) {
@@ -109,8 +109,7 @@ export function analyzeLoad(
     const until = restarts[index + 1]?.stopAt ?? Number.POSITIVE_INFINITY;
     const mine = failed.filter((record) => record.doneAt >= restart.stopAt && record.doneAt < until);
     if (mine.length === 0) return { restart, failures: 0, window: undefined };
-    const firstAt = Math.min(...mine.map((record) => record.doneAt));
-    const lastAt = Math.max(...mine.map((record) => record.doneAt));
+    const { min: firstAt, max: lastAt } = extent(mine.map((record) => record.doneAt));
     return {
       restart,
       failures: mine.length,

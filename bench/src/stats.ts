@@ -45,3 +45,17 @@ export class Samples {
     return this.data.slice(0, this.count).sort();
   }
 }
+
+/**
+ * The smallest and largest of `values` (Infinity and -Infinity when empty). `Math.min(...values)`
+ * overflows the stack beyond about 100,000 values, which a soak's request records exceed.
+ */
+export function extent(values: Iterable<number>): { readonly min: number; readonly max: number } {
+  let min = Number.POSITIVE_INFINITY;
+  let max = Number.NEGATIVE_INFINITY;
+  for (const value of values) {
+    if (value < min) min = value;
+    if (value > max) max = value;
+  }
+  return { min, max };
+}
