@@ -63,7 +63,7 @@ describe("RequestMetrics", () => {
     );
   });
 
-  it("prints no series before the first request, and none after a reset", async () => {
+  it("starts over after a reset: no series until the next request", async () => {
     const { registry, metrics } = lean([["GET", "/x", 200, 0.002]]);
     expect(await registry.metrics()).toContain(
       'http_requests_total{method="GET",route="/x",status_code="200"} 1',
