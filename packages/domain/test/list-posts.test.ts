@@ -140,7 +140,7 @@ describe("listPosts", () => {
       expect(pages.flatMap((p) => p.posts.map((post) => post.author.id))).toEqual(Array(5).fill(a.id));
     });
 
-    it.each([["99999999999999999999"], ["0"], ["123456"]])(
+    it.each([["99999999999999999999"], ["0"], ["123456"], [0], [2 ** 63], [1e21], [123456]])(
       "gives an empty page for %s, which names nobody",
       async (userId) => {
         const { deps } = await withPosts(3);
@@ -169,16 +169,24 @@ describe("listPosts", () => {
       },
     );
 
-    it.each([["abc"], ["-1"], ["1.5"], [" 1"], [""], [-1], [1.5], [true]])(
-      "rejects userId %j",
-      async (userId) => {
-        const { deps } = await withPosts(1);
-        expect(await listPosts(deps, { userId })).toStrictEqual({
-          ok: false,
-          error: { kind: "validation", errors: [{ field: "userId", message: MESSAGES.userIdInvalid }] },
-        });
-      },
-    );
+    it.each([
+      ["abc"],
+      ["-1"],
+      ["1.5"],
+      [" 1"],
+      [""],
+      [-1],
+      [1.5],
+      [true],
+      [Number.NaN],
+      [Number.POSITIVE_INFINITY],
+    ])("rejects userId %j", async (userId) => {
+      const { deps } = await withPosts(1);
+      expect(await listPosts(deps, { userId })).toStrictEqual({
+        ok: false,
+        error: { kind: "validation", errors: [{ field: "userId", message: MESSAGES.userIdInvalid }] },
+      });
+    });
 
     it("rejects a tampered cursor", async () => {
       const { deps } = await withPosts(3);

@@ -41,8 +41,9 @@ function readSize(raw: unknown): number | undefined {
  * Lists posts newest first (id descending), one keyset page at a time: the cursor names the
  * last post seen, so a page costs the same at any depth and a walk visits every post that
  * existed when it started exactly once, even while posts are being created. `size` is an
- * integer from 1 to 100 (default 20); `userId`, when given, keeps one author's posts, and an
- * id that names nobody gives an empty page. Every invalid parameter is listed in "validation".
+ * integer from 1 to 100 (default 20); `userId`, when given (digits, or a non-negative integer
+ * number), keeps one author's posts, and one that names nobody (zero, beyond the ids there can
+ * be) gives an empty page. Every invalid parameter is listed in "validation".
  */
 export async function listPosts(
   deps: Pick<Dependencies, "posts">,
@@ -62,8 +63,14 @@ export async function listPosts(
   let authorId: number | undefined;
   let nobody = false;
   if (query.userId !== undefined) {
-    const raw = typeof query.userId === "number" ? String(query.userId) : query.userId;
-    if (typeof raw !== "string" || !DIGITS.test(raw)) {
+    const raw = query.userId;
+    // A number is judged as a number: String(1e21) is "1e+21", which would read as malformed
+    // where the same value in digits names nobody.
+    const wellFormed =
+      typeof raw === "string"
+        ? DIGITS.test(raw)
+        : typeof raw === "number" && Number.isInteger(raw) && raw >= 0;
+    if (!wellFormed) {
       errors.push({ field: "userId", message: MESSAGES.userIdInvalid });
     } else {
       authorId = parseId(raw);
