@@ -60,6 +60,17 @@ export interface AppConfig {
   readonly corsOrigins: readonly string[];
   /** Overrides of the HTTP adapter's failed-login throttle; what is absent keeps its default. */
   readonly loginThrottle: { readonly max?: number; readonly windowMs?: number };
+  /** Whether GET /metrics is served (and requests are counted). */
+  readonly metrics: boolean;
+  /** Socket timeouts of the HTTP server, in milliseconds. */
+  readonly http: {
+    /** Longest a whole request, body included, may take to arrive. */
+    readonly requestTimeoutMs: number;
+    /** Longest a socket may stay idle. */
+    readonly connectionTimeoutMs: number;
+    /** How long an idle keep-alive connection stays open. */
+    readonly keepAliveTimeoutMs: number;
+  };
 }
 
 /**
@@ -121,6 +132,13 @@ export function loadConfig(env: Environment): Result<AppConfig, readonly string[
   const origins = corsOrigins(read.optionalText("CORS_ORIGINS"), problems);
   const loginThrottleMax = read.optionalInteger("LOGIN_THROTTLE_MAX", 1, Number.MAX_SAFE_INTEGER);
   const loginThrottleWindowMs = read.optionalInteger("LOGIN_THROTTLE_WINDOW_MS", 1, MAX_TIMER_MS);
+  const metrics = read.boolean("METRICS", true);
+  // The HTTP adapter's defaults, stated here so that the README and `loadConfig({})` show them.
+  const http = {
+    requestTimeoutMs: read.integer("HTTP_REQUEST_TIMEOUT_MS", 30_000, 1, MAX_TIMER_MS),
+    connectionTimeoutMs: read.integer("HTTP_CONNECTION_TIMEOUT_MS", 60_000, 1, MAX_TIMER_MS),
+    keepAliveTimeoutMs: read.integer("HTTP_KEEP_ALIVE_TIMEOUT_MS", 72_000, 1, MAX_TIMER_MS),
+  };
 
   const config: AppConfig = {
     port,
@@ -143,6 +161,8 @@ export function loadConfig(env: Environment): Result<AppConfig, readonly string[
       ...(loginThrottleMax === undefined ? {} : { max: loginThrottleMax }),
       ...(loginThrottleWindowMs === undefined ? {} : { windowMs: loginThrottleWindowMs }),
     },
+    metrics,
+    http,
   };
   return problems.length === 0 ? ok(config) : err(problems);
 }

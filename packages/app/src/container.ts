@@ -107,6 +107,12 @@ export function createContainer(seeds: ContainerSeeds): DependencyContainer {
         trustProxy: config.trustProxy,
         corsOrigins: config.corsOrigins,
         loginThrottle: { ...DEFAULT_LOGIN_THROTTLE, ...config.loginThrottle },
+        metrics: config.metrics,
+        timeouts: {
+          requestMs: config.http.requestTimeoutMs,
+          connectionMs: config.http.connectionTimeoutMs,
+          keepAliveMs: config.http.keepAliveTimeoutMs,
+        },
       };
     }),
   });

@@ -34,6 +34,8 @@ describe("loadConfig", () => {
       trustProxy: false,
       corsOrigins: [],
       loginThrottle: {},
+      metrics: true,
+      http: { requestTimeoutMs: 30_000, connectionTimeoutMs: 60_000, keepAliveTimeoutMs: 72_000 },
     } satisfies AppConfig);
   });
 
@@ -63,6 +65,10 @@ describe("loadConfig", () => {
       CORS_ORIGINS: "https://app.example.com, http://localhost:5173",
       LOGIN_THROTTLE_MAX: "3",
       LOGIN_THROTTLE_WINDOW_MS: "1000",
+      METRICS: "false",
+      HTTP_REQUEST_TIMEOUT_MS: "10000",
+      HTTP_CONNECTION_TIMEOUT_MS: "20000",
+      HTTP_KEEP_ALIVE_TIMEOUT_MS: "65000",
     });
     expect(config).toEqual({
       port: 3000,
@@ -85,6 +91,8 @@ describe("loadConfig", () => {
       trustProxy: "10.0.0.0/8,127.0.0.1,loopback",
       corsOrigins: ["https://app.example.com", "http://localhost:5173"],
       loginThrottle: { max: 3, windowMs: 1000 },
+      metrics: false,
+      http: { requestTimeoutMs: 10_000, connectionTimeoutMs: 20_000, keepAliveTimeoutMs: 65_000 },
     } satisfies AppConfig);
   });
 
@@ -171,6 +179,17 @@ describe("loadConfig", () => {
       'LOGIN_THROTTLE_WINDOW_MS must be a whole number from 1 to 2147483647, got "x".',
     ],
     ["MIGRATE_ON_START", "yes", 'MIGRATE_ON_START must be true or false, got "yes".'],
+    ["METRICS", "off", 'METRICS must be true or false, got "off".'],
+    [
+      "HTTP_REQUEST_TIMEOUT_MS",
+      "0",
+      'HTTP_REQUEST_TIMEOUT_MS must be a whole number from 1 to 2147483647, got "0".',
+    ],
+    [
+      "HTTP_KEEP_ALIVE_TIMEOUT_MS",
+      "1m",
+      'HTTP_KEEP_ALIVE_TIMEOUT_MS must be a whole number from 1 to 2147483647, got "1m".',
+    ],
     [
       "LOG_LEVEL",
       "verbose",

@@ -42,6 +42,10 @@ describe("createContainer", () => {
         TRUST_PROXY: "1",
         CORS_ORIGINS: "https://app.example.com",
         LOGIN_THROTTLE_MAX: "3",
+        METRICS: "false",
+        HTTP_REQUEST_TIMEOUT_MS: "10000",
+        HTTP_CONNECTION_TIMEOUT_MS: "20000",
+        HTTP_KEEP_ALIVE_TIMEOUT_MS: "65000",
       }),
       logger: createLogger("silent"),
       database,
@@ -98,6 +102,8 @@ describe("createContainer", () => {
       trustProxy: 1,
       corsOrigins: ["https://app.example.com"],
       loginThrottle: { ...DEFAULT_LOGIN_THROTTLE, max: 3 },
+      metrics: false,
+      timeouts: { requestMs: 10_000, connectionMs: 20_000, keepAliveMs: 65_000 },
     });
     expect(options.logger).toBe(seeds.logger);
     expect(options.isUnavailable).toBe(isDatabaseUnavailable);
