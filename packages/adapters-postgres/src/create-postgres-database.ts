@@ -3,6 +3,7 @@ import pg from "pg";
 import { closeOnce } from "./close-once.js";
 import type { Database } from "./database.js";
 import type { DatabaseHandle } from "./database-handle.js";
+import { poolForKysely, poolStats } from "./pool-for-kysely.js";
 import { TYPE_PARSERS } from "./type-parsers.js";
 
 /** How to reach a PostgreSQL server and how patient to be with it. */
@@ -20,8 +21,8 @@ export interface PostgresDatabaseOptions {
   readonly statementTimeoutMillis?: number;
   /**
    * The client gives up on an answer after this long, for a server that has stopped answering
-   * without closing the connection. 0 disables. Default: the statement timeout plus one second
-   * (disabled when the statement timeout is).
+   * without closing the connection; that connection is then closed, not reused. 0 disables.
+   * Default: the statement timeout plus one second (disabled when the statement timeout is).
    */
   readonly queryTimeoutMillis?: number;
   /** An idle connection is closed after this long. Default 10000 ms. */
@@ -56,7 +57,6 @@ export function createPostgresDatabase(options: PostgresDatabaseOptions): Databa
     idleTimeoutMillis: options.idleTimeoutMillis ?? 10_000,
     // pg sends statement_timeout at connect time; 0 means none, as in PostgreSQL.
     statement_timeout: statementTimeout,
-    ...(queryTimeout > 0 ? { query_timeout: queryTimeout } : {}),
     application_name: options.applicationName ?? "posts-service",
     // Lets the kernel notice a peer that vanished without closing the connection.
     keepAlive: true,
@@ -78,6 +78,8 @@ export function createPostgresDatabase(options: PostgresDatabaseOptions): Databa
   // pg-pool re-emits here the error of an idle client it has discarded: already reported above.
   pool.on("error", () => {});
 
-  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
-  return { db, engine: "postgres", close: closeOnce(db) };
+  const db = new Kysely<Database>({
+    dialect: new PostgresDialect({ pool: poolForKysely(pool, queryTimeout) }),
+  });
+  return { db, engine: "postgres", close: closeOnce(db), poolStats: () => poolStats(pool) };
 }

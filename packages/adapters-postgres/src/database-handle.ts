@@ -1,5 +1,6 @@
 import type { Kysely } from "kysely";
 import type { Database } from "./database.js";
+import type { PoolStats } from "./pool-for-kysely.js";
 
 /** Which PostgreSQL a handle talks to: a server through `pg`, or PGlite in this process. */
 export type DatabaseEngine = "postgres" | "pglite";
@@ -13,4 +14,6 @@ export interface DatabaseHandle {
    * database. Idempotent; the handle cannot be used afterwards.
    */
   close(): Promise<void>;
+  /** How the connection pool is used right now; absent for PGlite, which has one connection and no pool. */
+  readonly poolStats?: () => PoolStats;
 }
