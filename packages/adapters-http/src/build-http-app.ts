@@ -98,7 +98,7 @@ export async function buildHttpApp(options: HttpAppOptions): Promise<FastifyInst
   await app.register(authentication, options.jwt);
   // Before every route: @fastify/swagger collects routes as they are added.
   await app.register(openApi);
-  if (options.metrics !== false) await app.register(metrics);
+  if (options.metrics !== false) await app.register(metrics, { poolStats: options.poolStats });
 
   const context: RouteContext = {
     deps: options.deps,

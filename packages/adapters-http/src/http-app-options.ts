@@ -20,6 +20,18 @@ export interface HttpTimeouts {
   readonly keepAliveMs?: number;
 }
 
+/** How the database's connection pool is used at the moment of asking (GET /metrics). */
+export interface DatabasePoolStats {
+  /** Most connections the pool opens. */
+  readonly max: number;
+  /** Connections open, idle or in use. */
+  readonly total: number;
+  /** Open connections nobody is using. */
+  readonly idle: number;
+  /** Callers waiting for a connection. */
+  readonly waiting: number;
+}
+
 /** Everything `buildHttpApp` needs. */
 export interface HttpAppOptions {
   /** The ports the use cases run on. */
@@ -50,6 +62,8 @@ export interface HttpAppOptions {
   readonly loginThrottle?: ThrottleSettings;
   /** Serve GET /metrics (Prometheus, the app's own registry). Default true. */
   readonly metrics?: boolean;
+  /** Read at each scrape of /metrics for the `db_pool_*` gauges; none when absent (no pool). */
+  readonly poolStats?: () => DatabasePoolStats;
   /** Socket timeouts; see {@link HttpTimeouts} for the defaults. */
   readonly timeouts?: HttpTimeouts;
   /** Retry-After, in seconds, of 503 answers. Default 5. */

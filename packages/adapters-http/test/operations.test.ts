@@ -48,6 +48,27 @@ describe("operations", () => {
     expect(text).toContain("nodejs_eventloop_lag_seconds");
   });
 
+  it("GET /metrics reads the database pool's use at each scrape", async () => {
+    let stats = { max: 10, total: 3, idle: 1, waiting: 0 };
+    const { app } = await buildTestApp({ poolStats: () => stats });
+    const scrape = async () => (await app.inject({ method: "GET", url: "/metrics" })).body;
+    const first = await scrape();
+    expect(first).toContain("db_pool_max_connections 10");
+    expect(first).toContain('db_pool_connections{state="idle"} 1');
+    expect(first).toContain('db_pool_connections{state="in_use"} 2');
+    expect(first).toContain("db_pool_waiting_requests 0");
+    stats = { max: 10, total: 10, idle: 0, waiting: 7 };
+    const second = await scrape();
+    expect(second).toContain('db_pool_connections{state="idle"} 0');
+    expect(second).toContain('db_pool_connections{state="in_use"} 10');
+    expect(second).toContain("db_pool_waiting_requests 7");
+    await app.close();
+  });
+
+  it("has no pool gauges without a pool (the embedded database)", async () => {
+    expect((await t().app.inject({ method: "GET", url: "/metrics" })).body).not.toContain("db_pool_");
+  });
+
   it("serves no /metrics when metrics is false", async () => {
     const { app } = await buildTestApp({ metrics: false });
     expect((await app.inject({ method: "GET", url: "/metrics" })).statusCode).toBe(404);

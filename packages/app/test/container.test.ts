@@ -109,6 +109,14 @@ describe("createContainer", () => {
     expect(options.isUnavailable).toBe(isDatabaseUnavailable);
   });
 
+  it("hands the HTTP app the pool's statistics when the database has a pool, and none for PGlite", () => {
+    expect(createContainer(seeds).resolve(TOKENS.httpAppOptions).poolStats).toBeUndefined();
+    const poolStats = () => ({ max: 10, total: 2, idle: 1, waiting: 0 });
+    const pooled = createContainer({ ...seeds, database: { ...database, poolStats } });
+
+    expect(pooled.resolve(TOKENS.httpAppOptions).poolStats).toBe(poolStats);
+  });
+
   it("keeps the HTTP adapter's login throttle when nothing overrides it", () => {
     const options = createContainer({ ...seeds, config: config({}) }).resolve(TOKENS.httpAppOptions);
 
