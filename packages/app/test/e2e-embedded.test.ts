@@ -71,7 +71,7 @@ describe("the service on the embedded database (PGlite), as a real process", () 
     expect(post.status).toBe(200);
     expect(await post.json()).toMatchObject({ title: "in flight", user: { id: survivor.userId } });
 
-    expect(await service.stop()).toEqual({ code: 0, signal: null });
+    expect(await service.stop()).toMatchObject({ code: 0, signal: null });
     service = undefined;
   });
 });

@@ -1,28 +1,14 @@
-import { connect } from "node:net";
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { accepts, type ListeningService, type LogLine, startService } from "../support/service-process.js";
 import { insertUserWithToken, lockPost, storedPost } from "./admin-sql.js";
 import { createPost, jsonRequest, type SignedUpUser } from "./api-client.js";
+import { RELIABILITY_JWT_SECRET } from "./in-process-service.js";
 import { describeOnPostgres, useSuiteDatabase } from "./postgres-suite.js";
-import { type LogLine, type ServiceChild, startServiceChild } from "./service-child.js";
 
 const GRACE_PERIOD_MS = 8000;
 const SHORT_GRACE_PERIOD_MS = 1000;
 const IN_FLIGHT = 50;
-
-type RunningService = ServiceChild & { readonly url: string; readonly port: number };
-
-/** Whether 127.0.0.1:`port` accepts a new TCP connection. */
-function accepts(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = connect(port, "127.0.0.1");
-    socket.once("connect", () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.once("error", () => resolve(false));
-  });
-}
 
 /** Fastify's log line for a request it has read and routed: the request was accepted. */
 const isIncomingPatch = (line: LogLine) =>
@@ -32,11 +18,12 @@ const isShuttingDown = (line: LogLine) => line.msg?.startsWith("shutting down") 
 
 describeOnPostgres("graceful shutdown of the service process under load (SIGTERM)", () => {
   const database = useSuiteDatabase();
-  const started: Promise<RunningService>[] = [];
+  const started: Promise<ListeningService>[] = [];
   let writer: SignedUpUser;
 
-  const start = (env: Record<string, string> = {}): Promise<RunningService> => {
-    const service = startServiceChild({
+  const start = (env: Record<string, string> = {}): Promise<ListeningService> => {
+    const service = startService({
+      JWT_SECRET: RELIABILITY_JWT_SECRET,
       DATABASE_URL: database().connectionString,
       GRACE_PERIOD_MS: String(GRACE_PERIOD_MS),
       // Requests queued for a pooled connection behind the row lock must not give up (503)
@@ -51,9 +38,9 @@ describeOnPostgres("graceful shutdown of the service process under load (SIGTERM
   // Loading the sources is most of a child's start-up, so the services of the tests start
   // together, before the first test; each test ends its own.
   let services: {
-    readonly graceful: Promise<RunningService>;
-    readonly secondSignal: Promise<RunningService>;
-    readonly shortGrace: Promise<RunningService>;
+    readonly graceful: Promise<ListeningService>;
+    readonly secondSignal: Promise<ListeningService>;
+    readonly shortGrace: Promise<ListeningService>;
   };
 
   beforeAll(async () => {
@@ -84,7 +71,7 @@ describeOnPostgres("graceful shutdown of the service process under load (SIGTERM
    * connections does; otherwise fetch keeps each connection open for the next request, as
    * browsers and load balancers do.
    */
-  const patchesInFlight = async (running: RunningService, id: number, count: number, keepAlive = true) => {
+  const patchesInFlight = async (running: ListeningService, id: number, count: number, keepAlive = true) => {
     const titles = Array.from({ length: count }, (_, index) => `title ${index}`);
     const request = (title: string): RequestInit => {
       const init = jsonRequest("PATCH", { title }, writer.token);
@@ -111,7 +98,7 @@ describeOnPostgres("graceful shutdown of the service process under load (SIGTERM
    * close at once, every accepted PATCH must then be answered 200 with its own change, and the
    * process must exit 0 before the grace period ends.
    */
-  const shutDownUnderLoad = async (running: RunningService, keepAlive: boolean) => {
+  const shutDownUnderLoad = async (running: ListeningService, keepAlive: boolean) => {
     const postId = await createPost(running.url, writer.token, "before shutdown");
     // Every PATCH waits for this lock, so all of them are still in flight when SIGTERM arrives.
     const release = await lockPost(database(), postId);
@@ -120,8 +107,9 @@ describeOnPostgres("graceful shutdown of the service process under load (SIGTERM
     try {
       inFlight = await patchesInFlight(running, postId, IN_FLIGHT, keepAlive);
       signalledAt = performance.now();
-      running.process.kill("SIGTERM");
-      await running.waitForLog(isShuttingDown);
+      running.child.kill("SIGTERM");
+      // 30 s, not the default 45: a miss then fails within the test's 60 s, with the output.
+      await running.waitForLog(isShuttingDown, { timeoutMs: 30_000 });
       // The listener closes first, while the accepted requests are still waiting.
       const deadline = performance.now() + 2000;
       while (await accepts(running.port)) {
@@ -129,7 +117,7 @@ describeOnPostgres("graceful shutdown of the service process under load (SIGTERM
           throw new Error("the service still accepts connections after SIGTERM");
         await sleep(20);
       }
-      expect(running.process.exitCode).toBeNull();
+      expect(running.child.exitCode).toBeNull();
     } finally {
       await release();
     }
@@ -163,10 +151,10 @@ describeOnPostgres("graceful shutdown of the service process under load (SIGTERM
     const release = await lockPost(database(), postId);
     try {
       const inFlight = await patchesInFlight(running, postId, 5);
-      running.process.kill("SIGTERM");
-      await running.waitForLog(isShuttingDown);
+      running.child.kill("SIGTERM");
+      await running.waitForLog(isShuttingDown, { timeoutMs: 30_000 });
       const secondAt = performance.now();
-      running.process.kill("SIGTERM");
+      running.child.kill("SIGTERM");
       const exit = await running.exited;
       // close-with-grace: a second signal means "now", and exits 1 (documented in serve.ts).
       expect(exit.code).toBe(1);
@@ -185,7 +173,7 @@ describeOnPostgres("graceful shutdown of the service process under load (SIGTERM
     try {
       await patchesInFlight(running, postId, 3);
       const signalledAt = performance.now();
-      running.process.kill("SIGTERM");
+      running.child.kill("SIGTERM");
       const exit = await running.exited;
       expect(exit.code).toBe(1);
       expect(running.logs.some((line) => line.msg === `killed by timeout (${SHORT_GRACE_PERIOD_MS}ms)`)).toBe(

@@ -1,14 +1,15 @@
-import { connect } from "node:net";
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { DATABASE_URL, describeOnPostgres, serverOf, useSuiteDatabase } from "./postgres-suite.js";
 import {
-  type ChildExit,
+  accepts,
+  type Exit,
   isListeningLine,
   type LogLine,
-  type ServiceChild,
-  spawnServiceChild,
-} from "./service-child.js";
+  type ServiceProcess,
+  spawnService,
+} from "../support/service-process.js";
+import { RELIABILITY_JWT_SECRET } from "./in-process-service.js";
+import { DATABASE_URL, describeOnPostgres, serverOf, useSuiteDatabase } from "./postgres-suite.js";
 import { TcpProxy } from "./tcp-proxy.js";
 
 const STARTUP_TIMEOUT_MS = 2000;
@@ -16,19 +17,7 @@ const STARTUP_TIMEOUT_MS = 2000;
 const SLACK_MS = 1500;
 
 const isRetryLine = (line: LogLine) => line.msg?.startsWith("the database does not answer yet") === true;
-const fatalLine = (service: ServiceChild) => service.logs.find((line) => line.level === 60);
-
-/** Whether something accepts TCP connections on 127.0.0.1:`port` right now. */
-function accepts(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = connect(port, "127.0.0.1");
-    socket.once("connect", () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.once("error", () => resolve(false));
-  });
-}
+const fatalLine = (service: ServiceProcess) => service.logs.find((line) => line.level === 60);
 
 /** A port nobody listens on: a proxy that refuses, which keeps anyone else from taking the port. */
 async function refusingPort(): Promise<TcpProxy> {
@@ -39,8 +28,8 @@ async function refusingPort(): Promise<TcpProxy> {
 
 /** What a service started against a refusing database did, watched from outside. */
 interface UnreachableStart {
-  readonly service: ServiceChild;
-  readonly exit: ChildExit;
+  readonly service: ServiceProcess;
+  readonly exit: Exit;
   /** `Date.now()` at the exit, comparable with the log lines' `time`. */
   readonly endedAt: number;
   /** Whether its HTTP port accepted a connection, asked every 50 ms while it ran. */
@@ -55,7 +44,8 @@ async function startAgainstRefusingDatabase(): Promise<UnreachableStart> {
   const httpPort = http.port;
   await http.close();
   try {
-    const service = spawnServiceChild({
+    const service = spawnService([], {
+      JWT_SECRET: RELIABILITY_JWT_SECRET,
       HOST: "127.0.0.1",
       PORT: String(httpPort),
       DATABASE_URL: `postgres://postgres@127.0.0.1:${database.port}/postgres`,
@@ -118,8 +108,8 @@ describe("start-up while the database is unreachable", () => {
 describeOnPostgres("start-up while the database is not there yet", () => {
   const suiteDatabase = useSuiteDatabase();
   let proxy: TcpProxy;
-  let late: ServiceChild;
-  let missing: ServiceChild;
+  let late: ServiceProcess;
+  let missing: ServiceProcess;
   let missingStartedAt: number;
   // Taken when the process exits, not when the test reads it: the tests before it take their own time.
   let missingExitedAt: Promise<number>;
@@ -127,7 +117,8 @@ describeOnPostgres("start-up while the database is not there yet", () => {
   beforeAll(async () => {
     proxy = await TcpProxy.start(serverOf(DATABASE_URL ?? ""));
     await proxy.refuse();
-    late = spawnServiceChild({
+    late = spawnService([], {
+      JWT_SECRET: RELIABILITY_JWT_SECRET,
       HOST: "127.0.0.1",
       PORT: "0",
       DATABASE_URL: proxy.proxied(suiteDatabase().connectionString),
@@ -137,7 +128,8 @@ describeOnPostgres("start-up while the database is not there yet", () => {
     const noSuchDatabase = new URL(suiteDatabase().connectionString);
     noSuchDatabase.pathname = "/posts_reliability_no_such_database";
     missingStartedAt = Date.now();
-    missing = spawnServiceChild({
+    missing = spawnService([], {
+      JWT_SECRET: RELIABILITY_JWT_SECRET,
       HOST: "127.0.0.1",
       PORT: "0",
       DATABASE_URL: noSuchDatabase.toString(),
@@ -152,15 +144,16 @@ describeOnPostgres("start-up while the database is not there yet", () => {
   });
 
   it("waits for a database that comes up within DB_STARTUP_TIMEOUT_MS, and only then listens", async () => {
-    await late.waitForLog(isRetryLine);
+    // 30 s, not the default 45: a miss then fails within the test's 60 s, with the output.
+    await late.waitForLog(isRetryLine, { timeoutMs: 30_000 });
     expect(late.logs.some(isListeningLine)).toBe(false);
 
     await proxy.restore();
-    const listening = await late.waitForLog(isListeningLine);
+    const listening = await late.waitForLog(isListeningLine, { timeoutMs: 30_000 });
     const ready = await fetch(`http://127.0.0.1:${listening.port}/ready`);
     expect(ready.status).toBe(200);
 
-    late.process.kill("SIGTERM");
+    late.child.kill("SIGTERM");
     expect((await late.exited).code).toBe(0);
   });
 

@@ -1,5 +1,6 @@
 import type { ChildProcess } from "node:child_process";
 import { spawn } from "node:child_process";
+import { connect } from "node:net";
 import { fileURLToPath } from "node:url";
 
 const ROOT = fileURLToPath(new URL("../../../../", import.meta.url));
@@ -14,12 +15,13 @@ const MAIN = ["--conditions=@posts/source", "--import", "tsx", "packages/app/src
 export const TEST_JWT_SECRET = "e2e-secret-e2e-secret-e2e-secret";
 
 /** One parsed pino line. */
-export type LogLine = Record<string, unknown> & { readonly msg?: string };
+export type LogLine = Record<string, unknown> & { readonly msg?: string; readonly level?: number };
 
-/** How a child process ended. */
+/** How a child process ended, and when (`performance.now()`). */
 export interface Exit {
   readonly code: number | null;
   readonly signal: NodeJS.Signals | null;
+  readonly at: number;
 }
 
 /** A running `main.ts`, with its output collected as it comes. */
@@ -29,6 +31,8 @@ export interface ServiceProcess {
   readonly logs: LogLine[];
   stdout(): string;
   stderr(): string;
+  /** stdout and stderr, for failure messages. */
+  output(): string;
   readonly exited: Promise<Exit>;
   /**
    * The first log line from index `from` on (default: the first line ever), past or future,
@@ -38,12 +42,15 @@ export interface ServiceProcess {
     matches: (line: LogLine) => boolean,
     options?: { timeoutMs?: number; from?: number },
   ): Promise<LogLine>;
+  /** SIGKILL if it still runs, then the exit; for cleanup. */
+  kill(): Promise<Exit>;
 }
 
 /** A service that has logged that it listens. */
 export interface ListeningService extends ServiceProcess {
   /** `http://127.0.0.1:<port>` */
   readonly url: string;
+  readonly port: number;
   /** SIGTERM, then the exit (SIGKILL after 15 s). */
   stop(): Promise<Exit>;
 }
@@ -91,7 +98,7 @@ export function spawnService(args: readonly string[], env: Record<string, string
     child.once("close", (code, signal) => {
       closed = true;
       for (const watcher of watchers) watcher();
-      resolve({ code, signal });
+      resolve({ code, signal, at: performance.now() });
     });
   });
 
@@ -102,7 +109,7 @@ export function spawnService(args: readonly string[], env: Record<string, string
     new Promise<LogLine>((resolve, reject) => {
       const timer = setTimeout(() => {
         watchers.delete(check);
-        reject(new Error(`no matching log line within ${timeoutMs} ms\n${describe()}`));
+        reject(new Error(`no matching log line within ${timeoutMs} ms\n${output()}`));
       }, timeoutMs);
       function check() {
         const found = logs.slice(from).find(matches);
@@ -110,32 +117,35 @@ export function spawnService(args: readonly string[], env: Record<string, string
         clearTimeout(timer);
         watchers.delete(check);
         if (found !== undefined) resolve(found);
-        else reject(new Error(`the service exited before the expected log line\n${describe()}`));
+        else reject(new Error(`the service exited before the expected log line\n${output()}`));
       }
       watchers.add(check);
       check();
     });
 
-  const describe = () => `--- stdout ---\n${stdout}\n--- stderr ---\n${stderr}`;
-  return { child, logs, stdout: () => stdout, stderr: () => stderr, exited, waitForLog };
+  const output = () => `--- stdout ---\n${stdout}\n--- stderr ---\n${stderr}`;
+  const kill = () => {
+    if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+    return exited;
+  };
+  return { child, logs, stdout: () => stdout, stderr: () => stderr, output, exited, waitForLog, kill };
 }
 
 /** Starts the service on a free port of 127.0.0.1 and waits until it listens. */
 export async function startService(env: Record<string, string>): Promise<ListeningService> {
   // PORT=0: the kernel picks a free port, with no window for another process to take it.
   const service = spawnService([], { HOST: "127.0.0.1", PORT: "0", ...env });
-  let listening: LogLine;
+  let port: number;
   try {
-    listening = await service.waitForLog(
-      (line) => typeof line.port === "number" && line.msg?.includes("listening") === true,
-    );
+    port = Number((await service.waitForLog(isListeningLine)).port);
   } catch (error) {
-    service.child.kill("SIGKILL");
+    await service.kill();
     throw error;
   }
   return {
     ...service,
-    url: `http://127.0.0.1:${listening.port}`,
+    url: `http://127.0.0.1:${port}`,
+    port,
     stop: async () => {
       if (service.child.exitCode === null && service.child.signalCode === null) service.child.kill("SIGTERM");
       const timer = setTimeout(() => service.child.kill("SIGKILL"), 15_000);
@@ -156,4 +166,21 @@ export async function runCommand(
   const exit = await service.exited;
   clearTimeout(timer);
   return { ...exit, stdout: service.stdout(), stderr: service.stderr(), logs: service.logs };
+}
+
+/** The line `serve` logs once the server listens. */
+export function isListeningLine(line: LogLine): boolean {
+  return typeof line.port === "number" && line.msg?.includes("listening") === true;
+}
+
+/** Whether something accepts TCP connections on 127.0.0.1:`port` right now. */
+export function accepts(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect(port, "127.0.0.1");
+    socket.once("connect", () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once("error", () => resolve(false));
+  });
 }

@@ -47,7 +47,7 @@ export async function shutDownDuringARequest(service: ListeningService, token: s
   expect(location).toMatch(/\/api\/v1\/posts\/\d+$/);
 
   const exit = await service.exited;
-  expect(exit, service.stdout() + service.stderr()).toEqual({ code: 0, signal: null });
+  expect(exit, service.output()).toMatchObject({ code: 0, signal: null });
   expect(service.logs.slice(from).map((line) => line.msg)).toContain("stopped");
   return Number(location?.split("/").pop());
 }
