@@ -160,7 +160,8 @@ export function soakReport(result: SoakResult, notes = ""): string {
     `- Largest in the first quarter: ${mib(rss.firstQuarterMaxBytes)}; in the last quarter: ` +
       `${mib(rss.lastQuarterMaxBytes)} (ratio ${rss.ratio.toFixed(2)}).`,
     `- V8 heap in use (from /metrics): ${heap.samples} samples, ${mib(heap.minBytes)} to ${mib(heap.maxBytes)}; ` +
-      "what it held after each full collection is in the verdict above (a rising series means a leak).",
+      "its floor (after each full collection, or the lowest reading of a quarter) is in the verdict above; " +
+      "a rising floor means a leak.",
     "",
     "### Acknowledged writes",
     "",

@@ -325,6 +325,8 @@ async function soakAgainst(
   const floors = afterFullCollections(heapSamples);
   const firstFloor = floors[0]?.bytes ?? 0;
   const lastFloor = floors[floors.length - 1]?.bytes ?? 0;
+  const heapGrowth =
+    floors.length >= 2 ? lastFloor / firstFloor : heap.lastQuarterMinBytes / heap.firstQuarterMinBytes;
   const burstSucceeded = burst.filter((status) => status >= 200 && status < 300).length;
   const firstStop = restartTimes[0]?.stopAt ?? 0;
 
@@ -361,21 +363,21 @@ async function soakAgainst(
       detail: `/ready ${readyStatus}, burst ${burstSucceeded}/${BURST} 2xx`,
     },
     {
-      // RSS follows V8's sawtooth: the heap grows for up to a minute and a half at this load,
-      // then a full collection drops it, so within two minutes the quarter maxima of RSS swing
-      // by half without any leak. What a leak raises is the heap left after each full
-      // collection; with fewer than two collections in the run there is nothing to compare, and
-      // the check says so instead of guessing. RSS is only bounded, against a native leak.
+      // RSS follows V8's sawtooth when the old space fills and a full collection empties it,
+      // so the quarter maxima of RSS can swing by half without any leak. What a leak raises is
+      // the heap left after each full collection. When the run had fewer than two (little
+      // survives the young generation, so the old space never filled), it is the heap's floor:
+      // the lowest reading of the last quarter against the first's, young garbage aside. RSS is
+      // only bounded, against a native leak.
       name: "memory flat",
       verdict:
-        crashed || rss.ratio >= 2 || (floors.length >= 2 && lastFloor >= 1.25 * firstFloor)
-          ? "fail"
-          : floors.length >= 2
-            ? "pass"
-            : "inconclusive",
+        crashed || rss.ratio >= 2 || heapGrowth >= 1.25 ? "fail" : heap.samples > 0 ? "pass" : "inconclusive",
       detail:
-        `heap after full collections: ${floors.map((floor) => mib(floor.bytes)).join(", ") || "none seen"} ` +
-        `(last over first must stay under 1.25); RSS last-quarter max / first-quarter max = ` +
+        (floors.length >= 2
+          ? `heap after full collections: ${floors.map((floor) => mib(floor.bytes)).join(", ")}`
+          : `${floors.length === 0 ? "no" : "one"} full collection in the run; lowest heap reading of the ` +
+            `first and of the last quarter: ${mib(heap.firstQuarterMinBytes)}, ${mib(heap.lastQuarterMinBytes)}`) +
+        ` (last over first must stay under 1.25); RSS last-quarter max / first-quarter max = ` +
         `${rss.ratio.toFixed(2)} (bound 2)`,
     },
     {

@@ -46,7 +46,7 @@ export function poolForKysely(pool: pg.Pool, readTimeoutMillis: number): Postgre
     connect: () =>
       new Promise((resolve, reject) => {
         pool.connect((error, client) => {
-          if (error !== undefined || client === undefined) reject(error);
+          if (error || client === undefined) reject(error ?? new Error("the pool gave no connection"));
           else resolve(wrap(client));
         });
       }),
