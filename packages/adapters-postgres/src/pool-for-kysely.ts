@@ -37,7 +37,7 @@ export function poolForKysely(pool: pg.Pool, readTimeoutMillis: number): Postgre
   const wrap = (client: pg.PoolClient): PostgresPoolClient => {
     let wrapped = clients.get(client);
     if (wrapped === undefined) {
-      wrapped = new TimedClient(client, readTimeoutMillis, () => clients.delete(client));
+      wrapped = new TimedClient(client, readTimeoutMillis);
       clients.set(client, wrapped);
     }
     return wrapped;
@@ -54,7 +54,7 @@ export function poolForKysely(pool: pg.Pool, readTimeoutMillis: number): Postgre
   };
 }
 
-/** What {@link poolForKysely}'s pool tells about `pool` right now. */
+/** How `pool` is used right now. */
 export function poolStats(pool: pg.Pool): PoolStats {
   return { max: pool.options.max, total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount };
 }
@@ -62,14 +62,12 @@ export function poolStats(pool: pg.Pool): PoolStats {
 class TimedClient implements PostgresPoolClient {
   readonly #client: pg.PoolClient;
   readonly #readTimeoutMillis: number;
-  readonly #forget: () => void;
   /** Set once a statement went unanswered past the read timeout: the connection is not reused. */
   #stalled = false;
 
-  constructor(client: pg.PoolClient, readTimeoutMillis: number, forget: () => void) {
+  constructor(client: pg.PoolClient, readTimeoutMillis: number) {
     this.#client = client;
     this.#readTimeoutMillis = readTimeoutMillis;
-    this.#forget = forget;
   }
 
   query<R>(sql: string, parameters: ReadonlyArray<unknown>): Promise<PostgresQueryResult<R>>;
@@ -108,8 +106,8 @@ class TimedClient implements PostgresPoolClient {
       this.#client.release();
       return;
     }
-    // pg-pool destroys a client released with an error instead of keeping it for reuse.
-    this.#forget();
+    // pg-pool destroys a client released with an error: it is never handed out again, and its
+    // entry in the pool's WeakMap goes with it.
     this.#client.release(new Error(READ_TIMEOUT));
   }
 }

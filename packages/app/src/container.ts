@@ -108,7 +108,7 @@ export function createContainer(seeds: ContainerSeeds): DependencyContainer {
         corsOrigins: config.corsOrigins,
         loginThrottle: { ...DEFAULT_LOGIN_THROTTLE, ...config.loginThrottle },
         metrics: config.metrics,
-        ...(database.poolStats === undefined ? {} : { poolStats: database.poolStats }),
+        poolStats: database.poolStats,
         timeouts: {
           requestMs: config.http.requestTimeoutMs,
           connectionMs: config.http.connectionTimeoutMs,
