@@ -1,6 +1,6 @@
 import type { Dependencies } from "@posts/domain";
 import type { FastifyServerOptions } from "fastify";
-import type { ThrottleSettings } from "./failure-throttle.js";
+import type { ThrottleSettings } from "./auth/failure-throttle.js";
 
 /** Socket timeouts, in milliseconds. */
 export interface HttpTimeouts {

@@ -1,10 +1,13 @@
-export { createPgliteDatabase, type PgliteDatabaseOptions } from "./create-pglite-database.js";
-export { createPostgresDatabase, type PostgresDatabaseOptions } from "./create-postgres-database.js";
-export type { Database, PostsTable, Timestamp, UsersTable } from "./database.js";
-export type { DatabaseEngine, DatabaseHandle } from "./database-handle.js";
-export { isDatabaseUnavailable } from "./is-database-unavailable.js";
-export { MigrationError, type MigrationSummary, migrateToLatest } from "./migrate-to-latest.js";
-export type { PoolStats } from "./pool-for-kysely.js";
-export { PostgresPostRepository } from "./postgres-post-repository.js";
-export { PostgresUserRepository } from "./postgres-user-repository.js";
-export { parseInt8, parseTimestamptz } from "./type-parsers.js";
+export { createPgliteDatabase, type PgliteDatabaseOptions } from "./connection/create-pglite-database.js";
+export {
+  createPostgresDatabase,
+  type PostgresDatabaseOptions,
+} from "./connection/create-postgres-database.js";
+export type { DatabaseEngine, DatabaseHandle } from "./connection/database-handle.js";
+export { isDatabaseUnavailable } from "./connection/is-database-unavailable.js";
+export type { PoolStats } from "./connection/pool-for-kysely.js";
+export { parseInt8, parseTimestamptz } from "./connection/type-parsers.js";
+export { PostgresPostRepository } from "./repositories/postgres-post-repository.js";
+export { PostgresUserRepository } from "./repositories/postgres-user-repository.js";
+export type { Database, PostsTable, Timestamp, UsersTable } from "./schema/database.js";
+export { MigrationError, type MigrationSummary, migrateToLatest } from "./schema/migrate-to-latest.js";

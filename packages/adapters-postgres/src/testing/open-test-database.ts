@@ -5,12 +5,12 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { PGlite } from "@electric-sql/pglite";
 import pg from "pg";
-import { createPgliteDatabase } from "../create-pglite-database.js";
-import { createPostgresDatabase } from "../create-postgres-database.js";
-import type { DatabaseEngine, DatabaseHandle } from "../database-handle.js";
-import { migrateToLatest } from "../migrate-to-latest.js";
-import { PostgresPostRepository } from "../postgres-post-repository.js";
-import { PostgresUserRepository } from "../postgres-user-repository.js";
+import { createPgliteDatabase } from "../connection/create-pglite-database.js";
+import { createPostgresDatabase } from "../connection/create-postgres-database.js";
+import type { DatabaseEngine, DatabaseHandle } from "../connection/database-handle.js";
+import { PostgresPostRepository } from "../repositories/postgres-post-repository.js";
+import { PostgresUserRepository } from "../repositories/postgres-user-repository.js";
+import { migrateToLatest } from "../schema/migrate-to-latest.js";
 import { truncateTables } from "./truncate-tables.js";
 
 /** A fresh database for one test file, with the repositories on it. */

@@ -1,5 +1,5 @@
 import { type Kysely, sql } from "kysely";
-import type { Database } from "../database.js";
+import type { Database } from "../schema/database.js";
 
 /**
  * Empties every table and restarts the id sequences, so that a test file can reuse one

@@ -1,7 +1,7 @@
 import { STATUS_CODES } from "node:http";
 import type { FieldError } from "@posts/domain";
 import type { FastifyReply } from "fastify";
-import type { TimestampFormatter } from "./timestamp-formatter.js";
+import type { TimestampFormatter } from "../http/timestamp-formatter.js";
 
 /** The JSON body of every generic error response (CONTRACT §5). */
 export interface ErrorEnvelope {

@@ -1,8 +1,8 @@
 import { err, type NewUser, ok, type Result, type User, type UserRepository } from "@posts/domain";
 import { type Kysely, sql } from "kysely";
-import type { Database } from "./database.js";
+import { SQLSTATE_UNIQUE_VIOLATION, sqlStateOf } from "../connection/sql-state.js";
+import type { Database } from "../schema/database.js";
 import { type PreparedStatement, prepare } from "./prepare.js";
-import { SQLSTATE_UNIQUE_VIOLATION, sqlStateOf } from "./sql-state.js";
 import { toUser, type UserRow } from "./user-row.js";
 
 const USER_COLUMNS = ["id", "email", "password_hash", "created_at"] as const;

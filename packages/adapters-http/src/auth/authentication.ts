@@ -3,8 +3,8 @@ import fastifyJwt from "@fastify/jwt";
 import type { Principal } from "@posts/domain";
 import type { FastifyPluginAsync } from "fastify";
 import fp from "fastify-plugin";
-import { sendErrorJson } from "./error-envelope.js";
-import { HTTP_MESSAGES } from "./http-messages.js";
+import { sendErrorJson } from "../errors/error-envelope.js";
+import { HTTP_MESSAGES } from "../errors/http-messages.js";
 import { tokenVerifier, verifyOptions } from "./token-verifier.js";
 
 declare module "fastify" {

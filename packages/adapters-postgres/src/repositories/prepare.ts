@@ -1,5 +1,5 @@
 import type { CompiledQuery, Kysely } from "kysely";
-import type { Database } from "./database.js";
+import type { Database } from "../schema/database.js";
 
 /** Stands in for a named value while a statement is compiled; replaced at each execution. */
 class Placeholder {

@@ -2,8 +2,8 @@ import { mkdir } from "node:fs/promises";
 import { PGlite } from "@electric-sql/pglite";
 import { Kysely } from "kysely";
 import { PGliteDialect } from "kysely-pglite-dialect";
+import type { Database } from "../schema/database.js";
 import { closeOnce } from "./close-once.js";
-import type { Database } from "./database.js";
 import type { DatabaseHandle } from "./database-handle.js";
 import { TYPE_PARSERS } from "./type-parsers.js";
 

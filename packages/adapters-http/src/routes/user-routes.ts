@@ -1,12 +1,17 @@
 import { deleteMe, getMe, login, registerUser } from "@posts/domain";
 import type { FastifyPluginCallback, FastifyReply } from "fastify";
-import { sendDomainError } from "./domain-error-responses.js";
-import { COMMON_RESPONSES, emptyResponse, envelopeResponse, errorJsonResponse } from "./error-schemas.js";
-import type { FailureThrottles } from "./failure-throttle.js";
-import { HTTP_MESSAGES } from "./http-messages.js";
-import { jsonObjectBody } from "./json-object-validator-compiler.js";
+import type { FailureThrottles } from "../auth/failure-throttle.js";
+import { authenticated } from "../auth/route-guards.js";
+import { sendDomainError } from "../errors/domain-error-responses.js";
+import {
+  COMMON_RESPONSES,
+  emptyResponse,
+  envelopeResponse,
+  errorJsonResponse,
+} from "../errors/error-schemas.js";
+import { HTTP_MESSAGES } from "../errors/http-messages.js";
+import { jsonObjectBody } from "../http/json-object-validator-compiler.js";
 import { absoluteUrl, type RouteContext } from "./route-context.js";
-import { authenticated } from "./route-guards.js";
 import { CredentialsBodySchema, LoginSchema, toUserJson, UserSchema } from "./user-schemas.js";
 
 const USER = "/api/v1/user";

@@ -10,11 +10,11 @@ import {
   type Result,
 } from "@posts/domain";
 import { type Kysely, type NotNull, sql } from "kysely";
-import type { Database } from "./database.js";
+import { SQLSTATE_FOREIGN_KEY_VIOLATION, sqlStateOf } from "../connection/sql-state.js";
+import { parseInt8 } from "../connection/type-parsers.js";
+import type { Database } from "../schema/database.js";
 import { type PostRow, toPost } from "./post-row.js";
 import { type PreparedStatement, prepare } from "./prepare.js";
-import { SQLSTATE_FOREIGN_KEY_VIOLATION, sqlStateOf } from "./sql-state.js";
-import { parseInt8 } from "./type-parsers.js";
 
 /** What a post statement selects of the post itself, in the shape of {@link PostRow}. */
 const POST_COLUMNS_WITHOUT_AUTHOR_EMAIL = [

@@ -1,5 +1,5 @@
 import type { Kysely } from "kysely";
-import type { Database } from "./database.js";
+import type { Database } from "../schema/database.js";
 import type { PoolStats } from "./pool-for-kysely.js";
 
 /** Which PostgreSQL a handle talks to: a server through `pg`, or PGlite in this process. */

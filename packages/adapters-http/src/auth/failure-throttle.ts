@@ -1,7 +1,7 @@
 /// <reference types="@fastify/rate-limit" preserve="true" />
 import { parseEmail } from "@posts/domain";
 import type { FastifyInstance, FastifyRequest } from "fastify";
-import { jsonObjectBody } from "./json-object-validator-compiler.js";
+import { jsonObjectBody } from "../http/json-object-validator-compiler.js";
 
 /** How many failures one key may have in one window before further attempts are refused. */
 export interface ThrottleSettings {

@@ -1,7 +1,7 @@
 import { hasUserRole, type Principal } from "@posts/domain";
 import type { FastifyRequest, onRequestHookHandler } from "fastify";
-import type { SendEnvelope } from "./error-envelope.js";
-import { HTTP_MESSAGES } from "./http-messages.js";
+import type { SendEnvelope } from "../errors/error-envelope.js";
+import { HTTP_MESSAGES } from "../errors/http-messages.js";
 
 const DIGITS = /^[0-9]+$/;
 

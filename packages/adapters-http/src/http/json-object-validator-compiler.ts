@@ -1,5 +1,5 @@
 import type { FastifySchemaCompiler } from "fastify";
-import { HTTP_MESSAGES } from "./http-messages.js";
+import { HTTP_MESSAGES } from "../errors/http-messages.js";
 
 /**
  * The app's validator compiler. Route schemas describe the real types for OpenAPI and the

@@ -1,5 +1,5 @@
 import type { Post } from "@posts/domain";
-import { parseInt8 } from "./type-parsers.js";
+import { parseInt8 } from "../connection/type-parsers.js";
 
 /** A post joined with its author's email: what every post statement of this adapter selects. */
 export interface PostRow {

@@ -1,5 +1,5 @@
 import type { User } from "@posts/domain";
-import { parseInt8 } from "./type-parsers.js";
+import { parseInt8 } from "../connection/type-parsers.js";
 
 /** A `users` row as this adapter selects it. */
 export interface UserRow {

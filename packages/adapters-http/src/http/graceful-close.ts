@@ -1,7 +1,7 @@
 import type { FastifyPluginCallback } from "fastify";
 import fp from "fastify-plugin";
-import type { SendEnvelope } from "./error-envelope.js";
-import { HTTP_MESSAGES } from "./http-messages.js";
+import type { SendEnvelope } from "../errors/error-envelope.js";
+import { HTTP_MESSAGES } from "../errors/http-messages.js";
 
 /** Options of {@link gracefulClose}. */
 export interface GracefulCloseOptions {

@@ -1,15 +1,16 @@
 import { createPost, deletePost, getPost, listPosts, patchPost } from "@posts/domain";
 import type { FastifyPluginCallback } from "fastify";
-import { sendDomainError } from "./domain-error-responses.js";
+import { authenticated, idParam } from "../auth/route-guards.js";
+import { sendDomainError } from "../errors/domain-error-responses.js";
 import {
   COMMON_RESPONSES,
   emptyResponse,
   envelopeResponse,
   errorJsonResponse,
   textResponse,
-} from "./error-schemas.js";
-import { HTTP_MESSAGES } from "./http-messages.js";
-import { jsonObjectBody } from "./json-object-validator-compiler.js";
+} from "../errors/error-schemas.js";
+import { HTTP_MESSAGES } from "../errors/http-messages.js";
+import { jsonObjectBody } from "../http/json-object-validator-compiler.js";
 import {
   NewPostBodySchema,
   PostChangesBodySchema,
@@ -20,7 +21,6 @@ import {
   toPostJson,
 } from "./post-schemas.js";
 import { absoluteUrl, type RouteContext } from "./route-context.js";
-import { authenticated, idParam } from "./route-guards.js";
 
 const POSTS = "/api/v1/posts";
 const DIGITS = /^[0-9]+$/;

@@ -1,8 +1,8 @@
 import type { Dependencies } from "@posts/domain";
 import type { FastifyRequest } from "fastify";
-import type { SendEnvelope } from "./error-envelope.js";
-import type { RouteGuards } from "./route-guards.js";
-import type { TimestampFormatter } from "./timestamp-formatter.js";
+import type { RouteGuards } from "../auth/route-guards.js";
+import type { SendEnvelope } from "../errors/error-envelope.js";
+import type { TimestampFormatter } from "../http/timestamp-formatter.js";
 
 /** What every route plugin of one app shares, built once by `buildHttpApp`. */
 export interface RouteContext {

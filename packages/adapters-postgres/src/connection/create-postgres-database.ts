@@ -1,7 +1,7 @@
 import { Kysely, PostgresDialect } from "kysely";
 import pg from "pg";
+import type { Database } from "../schema/database.js";
 import { closeOnce } from "./close-once.js";
-import type { Database } from "./database.js";
 import type { DatabaseHandle } from "./database-handle.js";
 import { poolForKysely, poolStats } from "./pool-for-kysely.js";
 import { TYPE_PARSERS } from "./type-parsers.js";
