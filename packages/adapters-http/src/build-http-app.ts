@@ -1,6 +1,7 @@
 import cors from "@fastify/cors";
 import rateLimit from "@fastify/rate-limit";
 import Fastify, { type FastifyInstance, type FastifyServerOptions, LogController } from "fastify";
+import { attemptCounterStore } from "./auth/attempt-counter-store.js";
 import { authentication } from "./auth/authentication.js";
 import { DEFAULT_LOGIN_THROTTLE, failureThrottles } from "./auth/failure-throttle.js";
 import { assertSecretLength } from "./auth/jwt-secret.js";
@@ -94,7 +95,11 @@ export async function buildHttpApp(options: HttpAppOptions): Promise<FastifyInst
   }
   // After CORS, so a browser can read the 503; before authentication, which it spares.
   await app.register(gracefulClose, { sendEnvelope, retryAfterSeconds });
-  await app.register(rateLimit, { global: false });
+  // No limit of its own (global: false): the failure throttles use it, counting in the shared store.
+  await app.register(rateLimit, {
+    global: false,
+    store: attemptCounterStore(options.attemptCounter, () => options.deps.clock.now()),
+  });
   await app.register(authentication, options.jwt);
   // Before every route: @fastify/swagger collects routes as they are added.
   await app.register(openApi);

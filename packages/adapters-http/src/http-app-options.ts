@@ -1,4 +1,4 @@
-import type { Dependencies } from "@posts/domain";
+import type { AttemptCounter, Dependencies } from "@posts/domain";
 import type { FastifyServerOptions } from "fastify";
 import type { ThrottleSettings } from "./auth/failure-throttle.js";
 
@@ -57,9 +57,16 @@ export interface HttpAppOptions {
   /**
    * Failed-login throttle; failures past it are answered 429 with Retry-After.
    * Default 10 failures per email and 50 per client address per minute
-   * (`maxPerAddress` defaults to `5 * max`); failed registrations count per address too.
+   * (`maxPerAddress` defaults to `5 * max`); registrations refused as duplicates (409) count
+   * per address too, with the same per-address limit.
    */
   readonly loginThrottle?: ThrottleSettings;
+  /**
+   * Where the throttles count failures. Give every instance of the service the same one (the
+   * database's), so that N instances allow no more attempts than one and a restart forgets none;
+   * tests without a database use the domain's in-memory one.
+   */
+  readonly attemptCounter: AttemptCounter;
   /** Serve GET /metrics (Prometheus, the app's own registry). Default true. */
   readonly metrics?: boolean;
   /** Read at each scrape of /metrics for the `db_pool_*` gauges; none when absent (no pool). */

@@ -1,11 +1,11 @@
 import { createHmac } from "node:crypto";
 import { MESSAGES } from "@posts/domain";
-import { anEmail, aPost } from "@posts/domain/testing";
+import { anEmail, aPost, InMemoryAttemptCounter } from "@posts/domain/testing";
 import type { InjectOptions } from "fastify";
 import { describe, expect, it } from "vitest";
 import { expectEnvelope, expectErrorJson, JSON_UTF8 } from "./support/expectations.js";
 import { TEST_ISSUER, TEST_SECRET, tokenFor } from "./support/mint-token.js";
-import { buildTestApp, useTestApp } from "./support/test-app.js";
+import { buildTestApp, type TestApp, useTestApp } from "./support/test-app.js";
 
 describe("users", () => {
   const t = useTestApp();
@@ -162,7 +162,7 @@ describe("users", () => {
   });
 });
 
-describe("failure throttle", () => {
+describe("login throttle", () => {
   it("answers 429 envelope with Retry-After once one email failed `max` times, even for the right password", async () => {
     const { app } = await buildTestApp({ loginThrottle: { max: 3, windowMs: 60_000, maxPerAddress: 100 } });
     const email = anEmail();
@@ -187,7 +187,7 @@ describe("failure throttle", () => {
     await app.close();
   });
 
-  it("answers 429 once one address failed `maxPerAddress` times, whatever the email", async () => {
+  it("answers 429 once one address failed `maxPerAddress` times, whatever the email; an IPv6 /64 is one address", async () => {
     const { app } = await buildTestApp({ loginThrottle: { max: 100, windowMs: 60_000, maxPerAddress: 2 } });
     const attempt = (remoteAddress: string) =>
       app.inject({
@@ -200,35 +200,172 @@ describe("failure throttle", () => {
     expectErrorJson(await attempt("10.0.0.1"));
     expectEnvelope(await attempt("10.0.0.1"), 429, "/api/v1/user/login");
     expectErrorJson(await attempt("10.0.0.2"));
-    // Failed registrations count per address too.
-    const registerBadly = () =>
-      app.inject({
-        method: "POST",
-        url: "/api/v1/user",
-        remoteAddress: "10.0.0.3",
-        payload: { email: "bad" },
-      });
-    expect((await registerBadly()).statusCode).toBe(400);
-    expect((await registerBadly()).statusCode).toBe(400);
-    const refused = await registerBadly();
-    expectEnvelope(refused, 429, "/api/v1/user");
-    expect(refused.headers["retry-after"]).toBeDefined();
+
+    expectErrorJson(await attempt("2001:db8:1:2::1"));
+    expectErrorJson(await attempt("2001:db8:1:2:ffff::9"));
+    expectEnvelope(await attempt("2001:db8:1:2::abcd"), 429, "/api/v1/user/login");
+    expectErrorJson(await attempt("2001:db8:1:3::1"));
     await app.close();
   });
 
-  it("lets attempts through again once the window has passed", async () => {
-    const { app } = await buildTestApp({ loginThrottle: { max: 1, windowMs: 1000, maxPerAddress: 100 } });
+  it("lets attempts through again once the window has passed on the app's clock", async () => {
+    const { app, deps } = await buildTestApp({
+      loginThrottle: { max: 1, windowMs: 1000, maxPerAddress: 100 },
+    });
     const email = anEmail();
     const attempt = () =>
       app.inject({ method: "POST", url: "/api/v1/user/login", payload: { email, password: "x" } });
     expectErrorJson(await attempt());
-    expect((await attempt()).statusCode).toBe(429);
-    await new Promise((resolve) => setTimeout(resolve, 1100));
+    deps.clock.advance(999);
+    const refused = await attempt();
+    expect({ status: refused.statusCode, retryAfter: refused.headers["retry-after"] }).toEqual({
+      status: 429,
+      retryAfter: "1",
+    });
+    deps.clock.advance(1);
     expectErrorJson(await attempt());
+    await app.close();
+  });
+
+  it("reads both keys of a login in one call of the counter, namespaced, with no email in them", async () => {
+    const counter = new InMemoryAttemptCounter();
+    const reads: string[][] = [];
+    const read = counter.read.bind(counter);
+    counter.read = async (keys, now) => {
+      reads.push([...keys]);
+      return read(keys, now);
+    };
+    const { app } = await buildTestApp({ attemptCounter: counter });
+    const email = anEmail();
+    await app.inject({
+      method: "POST",
+      url: "/api/v1/user/login",
+      remoteAddress: "10.9.8.7",
+      payload: { email, password: "wrong password" },
+    });
+    expect(reads).toHaveLength(1);
+    expect([...(reads[0] ?? [])].sort()).toEqual([
+      "login:address:10.9.8.7",
+      expect.stringMatching(/^login:email:[\w-]{43}$/),
+    ]);
+    expect(reads.join()).not.toContain(email.split("@")[0]);
+    await app.close();
+  });
+
+  it("answers 503 with Retry-After, not a 401 nor a 200, when the counter fails as the database does", async () => {
+    class CounterDown extends Error {}
+    const counter = new InMemoryAttemptCounter();
+    counter.read = async () => {
+      throw new CounterDown("the database is away");
+    };
+    const { app, aUserWithToken } = await buildTestApp({
+      attemptCounter: counter,
+      isUnavailable: (error) => error instanceof CounterDown,
+    });
+    const user = await aUserWithToken();
+    const response = await app.inject({
+      method: "POST",
+      url: "/api/v1/user/login",
+      payload: { email: user.email, password: "password123" },
+    });
+    expectEnvelope(response, 503, "/api/v1/user/login");
+    expect(response.headers["retry-after"]).toBeDefined();
     await app.close();
   });
 
   it("refuses settings that are not positive integers", async () => {
     await expect(buildTestApp({ loginThrottle: { max: 0, windowMs: 1000 } })).rejects.toThrow(RangeError);
+  });
+});
+
+describe("registration throttle", () => {
+  // A per-address limit of 2, so that counting anything else than duplicates would show at once.
+  const throttled = () => buildTestApp({ loginThrottle: { max: 100, windowMs: 60_000, maxPerAddress: 2 } });
+  const registerFrom = (app: TestApp["app"], remoteAddress: string, payload: object) =>
+    app.inject({ method: "POST", url: "/api/v1/user", remoteAddress, payload });
+
+  it("never counts bad input: 100 invalid registrations from one address are all 400, and a valid one is then 201", async () => {
+    const { app } = await throttled();
+    const statuses = new Set<number>();
+    for (let i = 0; i < 100; i++) {
+      const payload =
+        i % 2 === 0 ? { email: "not an address", password: "password123" } : { email: anEmail() };
+      statuses.add((await registerFrom(app, "10.0.0.3", payload)).statusCode);
+    }
+    expect([...statuses]).toEqual([400]);
+    expect(
+      (await registerFrom(app, "10.0.0.3", { email: anEmail(), password: "password123" })).statusCode,
+    ).toBe(201);
+    await app.close();
+  });
+
+  it("counts refused duplicates per address: past the limit 429 with Retry-After, even for a free email; bad input stays 400", async () => {
+    const { app, deps } = await throttled();
+    const taken = anEmail();
+    expect((await registerFrom(app, "10.0.0.4", { email: taken, password: "password123" })).statusCode).toBe(
+      201,
+    );
+    for (let i = 0; i < 2; i++) {
+      expectEnvelope(
+        await registerFrom(app, "10.0.0.4", { email: taken, password: "password123" }),
+        409,
+        "/api/v1/user",
+      );
+    }
+    const refused = await registerFrom(app, "10.0.0.4", { email: taken, password: "password123" });
+    expectEnvelope(refused, 429, "/api/v1/user");
+    expect(Number(refused.headers["retry-after"])).toBeGreaterThanOrEqual(1);
+    expect(Number(refused.headers["retry-after"])).toBeLessThanOrEqual(60);
+    // A 201 would tell the client that this email is free.
+    const free = anEmail();
+    expectEnvelope(
+      await registerFrom(app, "10.0.0.4", { email: free, password: "password123" }),
+      429,
+      "/api/v1/user",
+    );
+    expect(await deps.users.findByEmail(free)).toBeUndefined();
+    expect((await registerFrom(app, "10.0.0.4", { email: free })).statusCode).toBe(400);
+    // Another address is not affected, and the window passes.
+    expectEnvelope(
+      await registerFrom(app, "10.0.0.5", { email: taken, password: "password123" }),
+      409,
+      "/api/v1/user",
+    );
+    deps.clock.advance(60_000);
+    expect((await registerFrom(app, "10.0.0.4", { email: free, password: "password123" })).statusCode).toBe(
+      201,
+    );
+    await app.close();
+  });
+
+  it("validates before anything else: a taken email with a bad password is 400, and not counted", async () => {
+    const { app } = await throttled();
+    const taken = anEmail();
+    await registerFrom(app, "10.0.0.6", { email: taken, password: "password123" });
+    for (let i = 0; i < 3; i++) {
+      expect((await registerFrom(app, "10.0.0.6", { email: taken, password: "short" })).statusCode).toBe(400);
+    }
+    expect((await registerFrom(app, "10.0.0.6", { email: taken, password: "password123" })).statusCode).toBe(
+      409,
+    );
+    await app.close();
+  });
+
+  it("counts failed logins and refused registrations of one address apart", async () => {
+    const { app } = await throttled();
+    const taken = anEmail();
+    await registerFrom(app, "10.0.0.7", { email: taken, password: "password123" });
+    for (let i = 0; i < 2; i++) {
+      await app.inject({
+        method: "POST",
+        url: "/api/v1/user/login",
+        remoteAddress: "10.0.0.7",
+        payload: { email: taken, password: "wrong password" },
+      });
+    }
+    expect((await registerFrom(app, "10.0.0.7", { email: taken, password: "password123" })).statusCode).toBe(
+      409,
+    );
+    await app.close();
   });
 });

@@ -7,7 +7,14 @@ export type { DatabaseEngine, DatabaseHandle } from "./connection/database-handl
 export { isDatabaseUnavailable } from "./connection/is-database-unavailable.js";
 export type { PoolStats } from "./connection/pool-for-kysely.js";
 export { parseInt8, parseTimestamptz } from "./connection/type-parsers.js";
+export { PostgresAttemptCounter } from "./repositories/postgres-attempt-counter.js";
 export { PostgresPostRepository } from "./repositories/postgres-post-repository.js";
 export { PostgresUserRepository } from "./repositories/postgres-user-repository.js";
-export type { Database, PostsTable, Timestamp, UsersTable } from "./schema/database.js";
+export type {
+  AttemptCountsTable,
+  Database,
+  PostsTable,
+  Timestamp,
+  UsersTable,
+} from "./schema/database.js";
 export { MigrationError, type MigrationSummary, migrateToLatest } from "./schema/migrate-to-latest.js";

@@ -1,7 +1,11 @@
 import { openTestDatabase } from "@posts/adapters-postgres/testing";
-import { postRepositoryContract, userRepositoryContract } from "@posts/domain/testing";
+import {
+  attemptCounterContract,
+  postRepositoryContract,
+  userRepositoryContract,
+} from "@posts/domain/testing";
 
-// One database per engine serves both suites, one after the other (the suites allow it).
+// One database per engine serves every suite, one after the other (the suites allow it).
 for (const engine of ["postgres", "pglite"] as const) {
   let opened: ReturnType<typeof openTestDatabase> | undefined;
   const open = async () => {
@@ -10,8 +14,10 @@ for (const engine of ["postgres", "pglite"] as const) {
     return { posts: db.posts, users: db.users };
   };
   postRepositoryContract(`PostgresPostRepository on ${engine}`, open);
-  userRepositoryContract(`PostgresUserRepository on ${engine}`, async () => {
-    const fixture = await open();
-    return { ...fixture, close: async () => (await opened)?.close() };
+  userRepositoryContract(`PostgresUserRepository on ${engine}`, open);
+  attemptCounterContract(`PostgresAttemptCounter on ${engine}`, async () => {
+    opened ??= openTestDatabase(engine);
+    const db = await opened;
+    return { counter: db.attempts, close: () => db.close() };
   });
 }

@@ -8,7 +8,8 @@ import { sql } from "kysely";
 import { describe, expect, it } from "vitest";
 import { ENGINES, useTestDatabase } from "./use-test-database.js";
 
-const ALL = ["0001_create_users", "0002_create_posts"];
+const ALL = ["0001_create_users", "0002_create_posts", "0003_create_attempt_counts"];
+const SCHEMA_TABLES = ["attempt_counts", "kysely_migration", "kysely_migration_lock", "posts", "users"];
 
 // The tests of each engine share one database and run in order: from empty, again, from empty
 // with several migrators, after a failure; then the schema the migrations made.
@@ -23,7 +24,9 @@ describe.each(ENGINES)("migrations on %s", (engine) => {
         WHERE table_schema = current_schema() ORDER BY table_name`.execute(db())
     ).rows.map((row) => row.table_name);
   const dropEverything = () =>
-    sql`DROP TABLE IF EXISTS posts, users, kysely_migration, kysely_migration_lock`.execute(db());
+    sql`DROP TABLE IF EXISTS attempt_counts, posts, users, kysely_migration, kysely_migration_lock`.execute(
+      db(),
+    );
   const sqlStateOf = async (statement: Promise<unknown>) =>
     statement.then(
       () => "no error",
@@ -33,7 +36,7 @@ describe.each(ENGINES)("migrations on %s", (engine) => {
   it("creates the schema on an empty database and says what it applied", async () => {
     expect(await tables()).toEqual([]);
     expect(await migrateToLatest(db())).toEqual({ applied: ALL, all: ALL });
-    expect(await tables()).toEqual(["kysely_migration", "kysely_migration_lock", "posts", "users"]);
+    expect(await tables()).toEqual(SCHEMA_TABLES);
   });
 
   it("applies nothing when run again", async () => {
@@ -57,7 +60,7 @@ describe.each(ENGINES)("migrations on %s", (engine) => {
       }
     }
     expect(summaries.flatMap((summary) => summary.applied).sort()).toEqual(ALL);
-    expect(await tables()).toEqual(["kysely_migration", "kysely_migration_lock", "posts", "users"]);
+    expect(await tables()).toEqual(SCHEMA_TABLES);
   });
 
   it("fails with a MigrationError naming the migration, and keeps nothing of it", async () => {

@@ -5,10 +5,12 @@ import { DEFAULT_LOGIN_THROTTLE, JwtTokenIssuer } from "@posts/adapters-http";
 import type { DatabaseHandle } from "@posts/adapters-postgres";
 import {
   isDatabaseUnavailable,
+  PostgresAttemptCounter,
   PostgresPostRepository,
   PostgresUserRepository,
 } from "@posts/adapters-postgres";
 import type {
+  AttemptCounter,
   Clock,
   Dependencies,
   PasswordHasher,
@@ -21,6 +23,7 @@ import type { Logger } from "pino";
 import type { DependencyContainer, InjectionToken } from "tsyringe";
 import { instanceCachingFactory, container as rootContainer } from "tsyringe";
 import type { AppConfig } from "./config.js";
+import type { ExpirySweep } from "./expiry-sweeper.js";
 
 /**
  * What the start-up sequence has opened before the graph is wired. Opening them is
@@ -47,6 +50,9 @@ export const TOKENS = {
   tokenIssuer: Symbol("TokenIssuer") as InjectionToken<TokenIssuer>,
   postRepository: Symbol("PostRepository") as InjectionToken<PostRepository>,
   userRepository: Symbol("UserRepository") as InjectionToken<UserRepository>,
+  attemptCounter: Symbol("AttemptCounter") as InjectionToken<AttemptCounter>,
+  /** Every table of rows that expire, swept by the `ExpirySweeper`. */
+  expirySweeps: Symbol("ExpirySweeps") as InjectionToken<readonly ExpirySweep[]>,
   dependencies: Symbol("Dependencies") as InjectionToken<Dependencies>,
   httpAppOptions: Symbol("HttpAppOptions") as InjectionToken<HttpAppOptions>,
 } as const;
@@ -70,6 +76,16 @@ export function createContainer(seeds: ContainerSeeds): DependencyContainer {
   });
   container.register(TOKENS.userRepository, {
     useFactory: instanceCachingFactory((c) => new PostgresUserRepository(c.resolve(TOKENS.database).db)),
+  });
+  // In the database, whatever its engine: every instance counts the same attempts.
+  container.register(TOKENS.attemptCounter, {
+    useFactory: instanceCachingFactory((c) => new PostgresAttemptCounter(c.resolve(TOKENS.database).db)),
+  });
+  container.register(TOKENS.expirySweeps, {
+    useFactory: instanceCachingFactory<readonly ExpirySweep[]>((c) => {
+      const attempts = c.resolve(TOKENS.attemptCounter);
+      return [{ name: "attempt counts", deleteExpired: (now) => attempts.deleteExpired(now) }];
+    }),
   });
   container.register(TOKENS.tokenIssuer, {
     useFactory: instanceCachingFactory((c) => {
@@ -107,6 +123,7 @@ export function createContainer(seeds: ContainerSeeds): DependencyContainer {
         trustProxy: config.trustProxy,
         corsOrigins: config.corsOrigins,
         loginThrottle: { ...DEFAULT_LOGIN_THROTTLE, ...config.loginThrottle },
+        attemptCounter: c.resolve(TOKENS.attemptCounter),
         metrics: config.metrics,
         poolStats: database.poolStats,
         timeouts: {

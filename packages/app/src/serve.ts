@@ -4,6 +4,7 @@ import closeWithGrace from "close-with-grace";
 import type { Logger } from "pino";
 import type { AppConfig } from "./config.js";
 import { createContainer, TOKENS } from "./container.js";
+import { startExpirySweeper } from "./expiry-sweeper.js";
 import { loadOrCreateJwtSecret } from "./load-or-create-jwt-secret.js";
 import { openDatabase } from "./open-database.js";
 import { prepareDatabase } from "./prepare-database.js";
@@ -18,8 +19,8 @@ interface Resource {
  * Runs the service until a signal stops it. Nothing listens before the database has answered
  * and the migrations have run: start-up opens the database, waits for it (bounded by
  * DB_STARTUP_TIMEOUT_MS), migrates it unless MIGRATE_ON_START=false, builds the graph and the
- * HTTP app, and only then listens. A start-up failure is logged and exits 1, never leaving a
- * half-started server.
+ * HTTP app, starts the sweep of expired rows (every minute), and only then listens. A start-up
+ * failure is logged and exits 1, never leaving a half-started server.
  *
  * SIGTERM or SIGINT (close-with-grace) stops accepting connections, lets the requests in
  * flight finish (Fastify's close), closes the database and exits 0; past GRACE_PERIOD_MS, or on
@@ -80,6 +81,13 @@ async function start(config: AppConfig, logger: Logger, resources: Resource[], s
   // Fastify's close stops the listener, ends idle keep-alive connections, answers 503 to new
   // requests on busy ones, and resolves once the requests in flight have been answered.
   resources.push({ name: "HTTP server", close: () => app.close() });
+  // Closed before the server and the database (resources close newest first).
+  const sweeper = startExpirySweeper({
+    sweeps: container.resolve(TOKENS.expirySweeps),
+    clock: container.resolve(TOKENS.clock),
+    logger,
+  });
+  resources.push({ name: "expiry sweeper", close: () => sweeper.stop() });
   signal.throwIfAborted();
 
   await app.listen({ port: config.port, host: config.host });

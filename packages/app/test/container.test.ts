@@ -1,6 +1,7 @@
 import { buildHttpApp, DEFAULT_LOGIN_THROTTLE } from "@posts/adapters-http";
 import {
   isDatabaseUnavailable,
+  PostgresAttemptCounter,
   PostgresPostRepository,
   PostgresUserRepository,
 } from "@posts/adapters-postgres";
@@ -115,6 +116,23 @@ describe("createContainer", () => {
     const pooled = createContainer({ ...seeds, database: { ...database, poolStats } });
 
     expect(pooled.resolve(TOKENS.httpAppOptions).poolStats).toBe(poolStats);
+  });
+
+  it("counts throttled attempts in the database, and sweeps its expired counts", async () => {
+    const container = createContainer(seeds);
+    const counter = container.resolve(TOKENS.attemptCounter);
+    expect(counter).toBeInstanceOf(PostgresAttemptCounter);
+    expect(container.resolve(TOKENS.httpAppOptions).attemptCounter).toBe(counter);
+
+    const start = new Date("2026-11-22T10:00:00.000Z");
+    await counter.increment("container-test:ended", 1000, start);
+    await counter.increment("container-test:running", 5000, start);
+    const sweeps = container.resolve(TOKENS.expirySweeps);
+    expect(sweeps.map((sweep) => sweep.name)).toEqual(["attempt counts"]);
+    expect(await sweeps[0]?.deleteExpired(new Date(start.getTime() + 1000))).toBe(1);
+    expect([
+      ...(await counter.read(["container-test:ended", "container-test:running"], start)).keys(),
+    ]).toEqual(["container-test:running"]);
   });
 
   it("keeps the HTTP adapter's login throttle when nothing overrides it", () => {

@@ -2,6 +2,7 @@ export { decodeCursor, encodeCursor } from "./cursor.js";
 export type { DomainError, DomainErrorOf, FieldError } from "./errors.js";
 export { parseId } from "./ids.js";
 export { MESSAGES } from "./messages.js";
+export type { AttemptCount, AttemptCounter } from "./ports/attempt-counter.js";
 export type { Clock } from "./ports/clock.js";
 export { systemClock } from "./ports/clock.js";
 export type { PasswordHasher } from "./ports/password-hasher.js";
@@ -42,10 +43,10 @@ export type { LoginCommand } from "./use-cases/login.js";
 export { login } from "./use-cases/login.js";
 export type { PatchPostCommand } from "./use-cases/patch-post.js";
 export { patchPost } from "./use-cases/patch-post.js";
-export type { RegisterUserCommand } from "./use-cases/register-user.js";
 export { registerUser } from "./use-cases/register-user.js";
 export type { NewUser, PublicUser, User } from "./user.js";
 export { normalizeEmail, toPublicUser } from "./user.js";
+export type { Credentials } from "./user-rules.js";
 export {
   EMAIL_MAX_LENGTH,
   isAcceptablePassword,

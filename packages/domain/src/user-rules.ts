@@ -1,6 +1,7 @@
-import type { FieldError } from "./errors.js";
+import type { DomainErrorOf, FieldError } from "./errors.js";
 import { MESSAGES } from "./messages.js";
 import { codePointLength } from "./post-rules.js";
+import { err, ok, type Result } from "./result.js";
 import { normalizeEmail } from "./user.js";
 
 /** Longest stored email, in code points after normalization. */
@@ -38,19 +39,26 @@ export function isAcceptablePassword(value: unknown): value is string {
   return length >= PASSWORD_MIN_LENGTH && length <= PASSWORD_MAX_LENGTH;
 }
 
+/** An email and password that {@link validateCredentials} accepted: the email normalized. */
+export interface Credentials {
+  readonly email: string;
+  readonly password: string;
+}
+
 /**
- * Validates registration input and lists every failing field, email first. Answers the
- * normalized email and the password, or the field errors.
+ * Validates registration input: the email an address of at most 255 code points, the password
+ * 8 to 128 code points. Answers the normalized email and the password as given, or a
+ * "validation" error listing every failing field, email first.
  */
 export function validateCredentials(
   email: unknown,
   password: unknown,
-): { readonly email: string; readonly password: string } | { readonly errors: readonly FieldError[] } {
+): Result<Credentials, DomainErrorOf<"validation">> {
   const errors: FieldError[] = [];
   const normalized = parseEmail(email);
   if (normalized === undefined) errors.push({ field: "email", message: MESSAGES.emailInvalid });
   const passwordOk = isAcceptablePassword(password);
   if (!passwordOk) errors.push({ field: "password", message: MESSAGES.passwordInvalid });
-  if (normalized === undefined || !passwordOk) return { errors };
-  return { email: normalized, password };
+  if (normalized === undefined || !passwordOk) return err({ kind: "validation", errors });
+  return ok({ email: normalized, password });
 }

@@ -67,28 +67,52 @@ describe("isAcceptablePassword", () => {
 });
 
 describe("validateCredentials", () => {
+  const emailError = { field: "email", message: MESSAGES.emailInvalid };
+  const passwordError = { field: "password", message: MESSAGES.passwordInvalid };
+  const PASSWORD = "correct horse";
+
   it("answers the normalized email and the password as given", () => {
     expect(validateCredentials(" A@B.co ", " pass word ")).toStrictEqual({
-      email: "a@b.co",
-      password: " pass word ",
+      ok: true,
+      value: { email: "a@b.co", password: " pass word " },
     });
+  });
+
+  it.each([["no-at-sign"], ["a@b"], ["a b@example.com"], [""], [123], [null]])(
+    "rejects the email %j",
+    (email) => {
+      expect(validateCredentials(email, PASSWORD)).toStrictEqual({
+        ok: false,
+        error: { kind: "validation", errors: [emailError] },
+      });
+    },
+  );
+
+  it("accepts an email of 255 code points and rejects 256", () => {
+    expect(validateCredentials(address(255), PASSWORD).ok).toBe(true);
+    expect(validateCredentials(address(256), PASSWORD)).toStrictEqual({
+      ok: false,
+      error: { kind: "validation", errors: [emailError] },
+    });
+  });
+
+  it.each([
+    ["7 emoji, though 14 UTF-16 units", "😀".repeat(7), false],
+    ["8 ASCII characters", "a".repeat(8), true],
+    ["128 emoji, though 256 UTF-16 units", "😀".repeat(128), true],
+    ["129 ASCII characters", "a".repeat(129), false],
+    ["a number", 12345678, false],
+  ])("password of %s: accepted = %s", (_, password, accepted) => {
+    const result = validateCredentials("writer@example.com", password);
+    expect(result.ok ? "accepted" : result.error).toStrictEqual(
+      accepted ? "accepted" : { kind: "validation", errors: [passwordError] },
+    );
   });
 
   it("lists both fields, email first, when both fail", () => {
     expect(validateCredentials("nope", "short")).toStrictEqual({
-      errors: [
-        { field: "email", message: MESSAGES.emailInvalid },
-        { field: "password", message: MESSAGES.passwordInvalid },
-      ],
-    });
-  });
-
-  it("lists only the failing field when the other is valid", () => {
-    expect(validateCredentials("a@b.co", "short")).toStrictEqual({
-      errors: [{ field: "password", message: MESSAGES.passwordInvalid }],
-    });
-    expect(validateCredentials("nope", "long enough")).toStrictEqual({
-      errors: [{ field: "email", message: MESSAGES.emailInvalid }],
+      ok: false,
+      error: { kind: "validation", errors: [emailError, passwordError] },
     });
   });
 });

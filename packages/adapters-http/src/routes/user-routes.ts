@@ -1,4 +1,4 @@
-import { deleteMe, getMe, login, registerUser } from "@posts/domain";
+import { deleteMe, getMe, login, registerUser, validateCredentials } from "@posts/domain";
 import type { FastifyPluginCallback, FastifyReply } from "fastify";
 import type { FailureThrottles } from "../auth/failure-throttle.js";
 import { authenticated } from "../auth/route-guards.js";
@@ -23,7 +23,9 @@ export interface UserRoutesOptions extends RouteContext {
   readonly throttles: FailureThrottles;
 }
 
-const tooMany = envelopeResponse("Too many failures from this address or for this email; see Retry-After");
+const tooManyLogins = envelopeResponse(
+  "Too many failures from this address or for this email; see Retry-After",
+);
 const bodyProblems = { 413: envelopeResponse("Body over the limit"), 415: envelopeResponse("Body not JSON") };
 const meResponses = {
   403: envelopeResponse("No token, or no ROLE_USER"),
@@ -33,7 +35,7 @@ const meResponses = {
 
 /**
  * The users resource (CONTRACT §3): register, log in, read and delete one's own account.
- * Failed registrations and logins are throttled (see `failureThrottles`).
+ * Failed logins, and registrations refused as duplicates, are throttled (see `failureThrottles`).
  */
 export const userRoutes: FastifyPluginCallback<UserRoutesOptions> = (app, options, done) => {
   const { deps, format, sendEnvelope, guards, throttles } = options;
@@ -54,17 +56,22 @@ export const userRoutes: FastifyPluginCallback<UserRoutesOptions> = (app, option
           201: { ...UserSchema, description: "Registered; Location ends in /api/v1/user" },
           400: envelopeResponse("Body not a JSON object, or every failing field"),
           409: envelopeResponse("Email already registered"),
-          429: tooMany,
+          429: envelopeResponse("Too many registrations of taken emails from this address; see Retry-After"),
           ...bodyProblems,
           ...COMMON_RESPONSES,
         },
       },
     },
+    // Bad input → 400, never counted nor refused: it tells nothing about accounts. A throttled
+    // address → 429, even for an email that is free: a 201 would tell it the email was free.
+    // A duplicate → 409, counted against the address. Else 201.
     async (request, reply) => {
+      const body = jsonObjectBody(request.body);
+      const credentials = validateCredentials(body.email, body.password);
+      if (!credentials.ok) return sendDomainError(reply, credentials.error, sendEnvelope);
       const wait = await throttles.registration.waitSeconds(request);
       if (wait > 0) return refuse(reply, wait);
-      const body = jsonObjectBody(request.body);
-      const result = await registerUser(deps, { email: body.email, password: body.password });
+      const result = await registerUser(deps, credentials.value);
       if (!result.ok) {
         await throttles.registration.recordFailure(request);
         return sendDomainError(reply, result.error, sendEnvelope);
@@ -86,7 +93,7 @@ export const userRoutes: FastifyPluginCallback<UserRoutesOptions> = (app, option
         response: {
           200: LoginSchema,
           400: envelopeResponse("Body not a JSON object"),
-          429: tooMany,
+          429: tooManyLogins,
           ...bodyProblems,
           ...COMMON_RESPONSES,
           401: errorJsonResponse(

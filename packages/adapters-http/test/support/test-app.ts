@@ -1,6 +1,11 @@
 import { buildHttpApp, type HttpAppOptions, JwtTokenIssuer } from "@posts/adapters-http";
 import type { Dependencies } from "@posts/domain";
-import { aUser, type InMemoryDependencies, inMemoryDependencies } from "@posts/domain/testing";
+import {
+  aUser,
+  InMemoryAttemptCounter,
+  type InMemoryDependencies,
+  inMemoryDependencies,
+} from "@posts/domain/testing";
 import type { FastifyInstance } from "fastify";
 import { afterAll, beforeAll } from "vitest";
 import { TEST_ISSUER, TEST_SECRET, tokenFor } from "./mint-token.js";
@@ -25,6 +30,7 @@ export async function buildTestApp(overrides: Partial<HttpAppOptions> = {}): Pro
     logger: false,
     // Tests log in many times from one address; the throttle's own tests set their limits.
     loginThrottle: { max: 10_000, windowMs: 60_000 },
+    attemptCounter: new InMemoryAttemptCounter(),
     ...overrides,
   });
   return {

@@ -26,8 +26,19 @@ export interface PostsTable {
   user_id: number;
 }
 
+/**
+ * The `attempt_counts` table: one fixed window of attempts per key (`AttemptCounter`), shared by
+ * every instance. A row whose `reset_at` has passed counts as absent until the sweep deletes it.
+ */
+export interface AttemptCountsTable {
+  key: string;
+  count: number;
+  reset_at: Timestamp;
+}
+
 /** The schema as Kysely sees it, after every migration has run. */
 export interface Database {
   users: UsersTable;
   posts: PostsTable;
+  attempt_counts: AttemptCountsTable;
 }

@@ -8,6 +8,7 @@ import pg from "pg";
 import { createPgliteDatabase } from "../connection/create-pglite-database.js";
 import { createPostgresDatabase } from "../connection/create-postgres-database.js";
 import type { DatabaseEngine, DatabaseHandle } from "../connection/database-handle.js";
+import { PostgresAttemptCounter } from "../repositories/postgres-attempt-counter.js";
 import { PostgresPostRepository } from "../repositories/postgres-post-repository.js";
 import { PostgresUserRepository } from "../repositories/postgres-user-repository.js";
 import { migrateToLatest } from "../schema/migrate-to-latest.js";
@@ -21,6 +22,7 @@ export interface TestDatabase extends DatabaseHandle {
   readonly connectionString: string | undefined;
   readonly posts: PostgresPostRepository;
   readonly users: PostgresUserRepository;
+  readonly attempts: PostgresAttemptCounter;
   /** Empties the tables and restarts the ids (see `truncateTables`). */
   truncate(): Promise<void>;
   /** Closes the database and, on a server, drops it. */
@@ -71,6 +73,7 @@ export async function openTestDatabase(
     connectionString: opened.connectionString,
     posts: new PostgresPostRepository(db),
     users: new PostgresUserRepository(db),
+    attempts: new PostgresAttemptCounter(db),
     truncate: () => truncateTables(db),
     close: opened.close,
   };

@@ -1,16 +1,16 @@
 import { afterAll, beforeAll } from "vitest";
-import type { OpenRepositories, RepositoryContractOptions, RepositoryFixture } from "./repository-fixture.js";
+import type { RepositoryContractOptions } from "./repository-fixture.js";
 
 /**
  * Opens the store before the enclosing describe block's first test and closes it after the
  * last. Answers a getter, because the fixture exists only once the hook has run.
  * Internal to the contract suites.
  */
-export function useRepositoryFixture(
-  open: OpenRepositories,
+export function useRepositoryFixture<F extends { close?(): Promise<void> }>(
+  open: () => Promise<F>,
   options: RepositoryContractOptions,
-): () => RepositoryFixture {
-  let fixture: RepositoryFixture | undefined;
+): () => F {
+  let fixture: F | undefined;
   beforeAll(async () => {
     fixture = await open();
   }, options.hookTimeoutMs);
