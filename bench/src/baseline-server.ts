@@ -3,7 +3,7 @@
  * service against in the same run. Same SQL, same wire format, same driver and pool size, same
  * password hashing and the same token checks, but no architecture: no DI, no domain layer, no
  * query builder, no plugins. Every statement is a named prepared statement (`pg`'s `name`), so
- * PostgreSQL parses and plans it once per connection, as the fastest honest Fastify + `pg` code
+ * PostgreSQL parses it once per connection, as the fastest honest Fastify + `pg` code
  * would. Only what the benchmark drives is here (read one, list, create, modify, log in).
  *
  * Run as its own process: `node bench/dist/baseline-server.js` with PORT, HOST,

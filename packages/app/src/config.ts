@@ -20,7 +20,7 @@ export type DatabaseConfig =
       readonly connectTimeoutMs: number;
       readonly statementTimeoutMs: number;
       /**
-       * Whether the repositories' statements run as named prepared statements (planned once per
+       * Whether the repositories' statements run as named prepared statements (parsed once per
        * connection); off behind a pooler that cannot keep them (PgBouncer in transaction mode).
        */
       readonly namedStatements: boolean;

@@ -29,8 +29,8 @@ export interface PostgresDatabaseOptions {
   /** An idle connection is closed after this long. Default 10000 ms. */
   readonly idleTimeoutMillis?: number;
   /**
-   * Run the statements the repositories compiled once as named prepared statements, parsed and
-   * planned once per connection. Default true. False sends every statement unnamed, for a
+   * Run the statements the repositories compiled once as named prepared statements, parsed once
+   * per connection. Default true. False sends every statement unnamed, for a
    * connection pooler that hands a client's statements to different server connections
    * (PgBouncer in transaction mode before 1.21, or with `max_prepared_statements = 0`).
    */

@@ -46,7 +46,7 @@ type Answer = (error: Error | null, result: pg.QueryResult) => void;
  * `stream()`) are not supported; this adapter does not use them.
  *
  * With `names`, a statement whose text has a name there runs as that named prepared statement
- * (parsed and planned once per connection); any other runs unnamed, as without `names`. When a
+ * (parsed once per connection); any other runs unnamed, as without `names`. When a
  * schema change made a named statement's result type stale (SQLSTATE 0A000), the statement gets
  * a fresh name and runs again once, on the same connection, if it ran outside a transaction
  * block; inside one, the failure has aborted the transaction, so it fails and only the next

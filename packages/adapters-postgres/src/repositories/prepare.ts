@@ -18,7 +18,7 @@ export type PreparedStatement<P, Row> = (values: P) => Promise<Row[]>;
  * Optional members of `P` serve statements built in variants: a variant that does not use a
  * value may be run without it; running one without a value it uses throws. On a PostgreSQL
  * server the statement also runs as a named prepared statement (see `StatementNames`), so the
- * server too parses and plans it once per connection.
+ * server too parses it once per connection and keeps a plan where one serves every value.
  *
  * ```ts
  * const byId = prepare(db, (p: { id: number }) =>
