@@ -65,7 +65,7 @@ export async function runEmbedded(options: Options): Promise<void> {
     try {
       log(`service pid ${service.pid} at ${service.url} on PGlite in ${dataDir}`);
       const measuring = performance.now();
-      const runs = await runScenarios(options, makeFixture(options, tokens), service, undefined);
+      const runs = await runScenarios(options, makeFixture(options, tokens), { service });
       await publish(
         runs,
         options,

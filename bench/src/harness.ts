@@ -4,6 +4,8 @@ import { mkdirSync } from "node:fs";
 import { writeFile } from "node:fs/promises";
 import os from "node:os";
 import { fileURLToPath } from "node:url";
+import type pg from "pg";
+import { type BackendCpu, backendCpuBetween, readBackendCpu } from "./backend-cpu.js";
 import { SEED_PASSWORD, seedEmail } from "./database.js";
 import { combine, drive, type Slice, type Workload } from "./load.js";
 import type { Options } from "./options.js";
@@ -15,7 +17,8 @@ import { signToken, type TokenSettings } from "./tokens.js";
 export const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 export const SERVICE_MAIN = `${ROOT}packages/app/dist/main.js`;
 export const BASELINE_MAIN = fileURLToPath(new URL("./baseline-server.js", import.meta.url));
-/** The service's default pool size (DB_POOL_SIZE); the baseline gets the same. */
+export const EXPRESS_MAIN = fileURLToPath(new URL("./express-server.js", import.meta.url));
+/** The service's default pool size (DB_POOL_SIZE); the reference servers get the same. */
 const POOL_SIZE = 10;
 /** Registered through the service so that every seeded user gets a hash made by its own hasher. */
 export const HASH_SOURCE_EMAIL = "hash-source@bench.test";
@@ -61,6 +64,20 @@ export function serverEnv(tokens: TokenSettings, databaseUrl: string | undefined
   return env;
 }
 
+/** Unique to this run as well, should another run share the PostgreSQL server. */
+const applicationName = (serverName: string) => `bench-${process.pid}-${serverName}`;
+
+/**
+ * `databaseUrl` for server `serverName`: its connections carry an `application_name` of their
+ * own (`pg` takes the URL's over its default), by which the harness finds the PostgreSQL
+ * backends that serve them and measures their CPU.
+ */
+export function serverDatabaseUrl(databaseUrl: string, serverName: string): string {
+  const url = new URL(databaseUrl);
+  url.searchParams.set("application_name", applicationName(serverName));
+  return url.toString();
+}
+
 /** Registers {@link HASH_SOURCE_EMAIL} with {@link SEED_PASSWORD} through the service. */
 export async function registerHashSource(serviceUrl: string): Promise<void> {
   const response = await fetch(`${serviceUrl}/api/v1/user`, {
@@ -84,19 +101,29 @@ export function makeFixture(options: Options, tokens: TokenSettings): Fixture {
   };
 }
 
-/** Runs every selected scenario against `service` (and `baseline` when given). */
+/** The servers one run measures: the service, and those it is compared with when they run. */
+export interface Servers {
+  readonly service: ServerProcess;
+  readonly baseline?: ServerProcess | undefined;
+  readonly express?: ServerProcess | undefined;
+}
+
+/**
+ * Runs every selected scenario against each of `servers`. With `database`, a client of the
+ * PostgreSQL server the servers use, the CPU of the backends serving each one is measured too.
+ */
 export async function runScenarios(
   options: Options,
   fixture: Fixture,
-  service: ServerProcess,
-  baseline: ServerProcess | undefined,
+  servers: Servers,
+  database?: pg.Client,
 ): Promise<ScenarioRuns[]> {
   const unknown = options.only.filter((name) => !SCENARIOS.some((s) => s.name === name));
   if (unknown.length > 0) throw new Error(`unknown scenario(s): ${unknown.join(", ")}`);
   const runs: ScenarioRuns[] = [];
   for (const scenario of SCENARIOS) {
     if (options.only.length > 0 && !options.only.includes(scenario.name)) continue;
-    runs.push(await runScenario(scenario, fixture, options, service, baseline));
+    runs.push(await runScenario(scenario, fixture, options, servers, database));
   }
   return runs;
 }
@@ -104,19 +131,20 @@ export async function runScenarios(
 /**
  * Warms each server up, then measures the rounds. A round gives each server `duration`
  * seconds of load, cut into slices of about `slice` seconds that alternate between the
- * servers in ABBA order (A B B A A B ...), so that a burst of other work on the machine, or a
- * drift in its speed, lands on both servers alike instead of on whichever ran at the time.
+ * servers in mirrored order (A B C C B A A B C ...), so that a burst of other work on the
+ * machine, or a drift in its speed, lands on every server alike instead of on whichever ran at
+ * the time.
  */
 async function runScenario(
   scenario: Scenario,
   fixture: Fixture,
   options: Options,
-  service: ServerProcess,
-  baseline: ServerProcess | undefined,
+  { service, baseline, express }: Servers,
+  database: pg.Client | undefined,
 ): Promise<ScenarioRuns> {
   const workload = scenario.workload(fixture);
   const probe = scenario.name === "login" ? probeWorkload(fixture, options.probeRate) : undefined;
-  const servers = baseline === undefined ? [service] : [service, baseline];
+  const servers = [service, baseline, express].filter((s): s is ServerProcess => s !== undefined);
   if (options.warmup > 0) {
     for (const server of servers) await drive(server.url, workload, options.warmup);
   }
@@ -126,10 +154,10 @@ async function runScenario(
   for (let r = 1; r <= options.rounds; r++) {
     const slices = new Map<ServerProcess, SliceOfRound[]>(servers.map((s) => [s, []]));
     for (let i = 0; i < sliceCount; i++) {
-      // ABBA across slices, and each round starts with the server the previous one ended with.
+      // Mirrored across slices, and each round starts with the server the previous one ended with.
       const forward = ((r - 1) * sliceCount + i) % 2 === 0;
       for (const server of forward ? servers : [...servers].reverse()) {
-        slices.get(server)?.push(await measureSlice(server, workload, probe, sliceSeconds));
+        slices.get(server)?.push(await measureSlice(server, workload, probe, sliceSeconds, database));
       }
     }
     for (const server of servers) {
@@ -142,7 +170,8 @@ async function runScenario(
       rounds.get(server)?.push(round);
       log(
         `${scenario.name} round ${r}/${options.rounds} ${server.name}: ${round.requestsPerSecond.toFixed(0)} req/s, ` +
-          `p99 ${round.p99Ms.toFixed(2)} ms, non-2xx ${round.non2xx + round.errors}, ` +
+          `p99 ${round.p99Ms.toFixed(2)} ms, CPU ${round.cpuMsPerRequest.toFixed(3)} + ` +
+          `PG ${round.databaseCpuMsPerRequest.toFixed(3)} ms/req, non-2xx ${round.non2xx + round.errors}, ` +
           `RSS ${(round.rssMaxBytes / 1048576).toFixed(0)} MB` +
           (round.eventLoopP99Ms === undefined
             ? ""
@@ -155,6 +184,7 @@ async function runScenario(
     description: scenario.description,
     service: rounds.get(service) ?? [],
     baseline: baseline === undefined ? [] : (rounds.get(baseline) ?? []),
+    express: express === undefined ? [] : (rounds.get(express) ?? []),
   };
 }
 
@@ -162,19 +192,30 @@ interface SliceOfRound {
   readonly load: Slice;
   /** CPU seconds the server used during the slice. */
   readonly cpuSeconds: number;
+  /** CPU seconds the PostgreSQL backends serving it used meanwhile; NaN when not measured. */
+  readonly databaseCpuSeconds: number;
   readonly rssMaxBytes: number;
   readonly eventLoopP99Ms: number | undefined;
   readonly probe: Slice | undefined;
 }
 
-/** One slice: the load, the RSS sampled meanwhile, and for logins the concurrent GETs and the event-loop delay. */
+/**
+ * One slice: the load, the CPU of the server and of its PostgreSQL backends, the RSS sampled
+ * meanwhile, and for logins the concurrent GETs and the event-loop delay.
+ */
 async function measureSlice(
   server: ServerProcess,
   workload: Workload,
   probe: Workload | undefined,
   seconds: number,
+  database: pg.Client | undefined,
 ): Promise<SliceOfRound> {
   if (probe !== undefined) await eventLoopP99Ms(server.url); // resets the server's histogram
+  const backends = (): Promise<BackendCpu> =>
+    database === undefined
+      ? Promise.resolve(new Map())
+      : readBackendCpu(database, applicationName(server.name));
+  const backendsBefore = await backends();
   const rss = sampleMaxRss(server.pid);
   const cpuBefore = cpuSeconds(server.pid);
   const [load, probeLoad] = await Promise.all([
@@ -183,8 +224,16 @@ async function measureSlice(
   ]);
   const cpu = cpuSeconds(server.pid) - cpuBefore;
   const rssMaxBytes = rss();
+  const databaseCpuSeconds = backendCpuBetween(backendsBefore, await backends());
   const eventLoop = probe === undefined ? undefined : await eventLoopP99Ms(server.url);
-  return { load, cpuSeconds: cpu, rssMaxBytes, eventLoopP99Ms: eventLoop, probe: probeLoad };
+  return {
+    load,
+    cpuSeconds: cpu,
+    databaseCpuSeconds,
+    rssMaxBytes,
+    eventLoopP99Ms: eventLoop,
+    probe: probeLoad,
+  };
 }
 
 /**
@@ -195,11 +244,11 @@ function toRound(slices: readonly SliceOfRound[]): Round {
   const eventLoop = slices.flatMap((s) => (s.eventLoopP99Ms === undefined ? [] : [s.eventLoopP99Ms]));
   const probes = slices.flatMap((s) => (s.probe === undefined ? [] : [s.probe]));
   const load = combine(slices.map((s) => s.load));
-  const probeResponses = probes.reduce((sum, p) => sum + p.latencies.length, 0);
+  const responses = load.responses + probes.reduce((sum, p) => sum + p.latencies.length, 0);
   return {
     ...load,
-    cpuMsPerRequest:
-      (1000 * slices.reduce((sum, s) => sum + s.cpuSeconds, 0)) / (load.responses + probeResponses),
+    cpuMsPerRequest: (1000 * slices.reduce((sum, s) => sum + s.cpuSeconds, 0)) / responses,
+    databaseCpuMsPerRequest: (1000 * slices.reduce((sum, s) => sum + s.databaseCpuSeconds, 0)) / responses,
     rssMaxBytes: Math.max(...slices.map((s) => s.rssMaxBytes)),
     eventLoopP99Ms: eventLoop.length > 0 ? Math.max(...eventLoop) : undefined,
     probe: probes.length > 0 ? combine(probes) : undefined,
@@ -243,10 +292,12 @@ export async function publish(
       "\n",
   );
   console.log(render(runs, serviceName));
-  if (runs.some((r) => r.baseline.length > 0))
+  const references = (["baseline", "express"] as const).filter((r) => runs.some((run) => run[r].length > 0));
+  if (references.length > 0)
     console.log(
-      `\nMedians over rounds. Ratios are ${serviceName} / baseline per round (the two ran in ` +
-        "alternating slices of the same round), then the median of those.",
+      `\nMedians over rounds. Ratios are ${references.map((r) => `${serviceName} / ${r}`).join(" and ")} ` +
+        "per round (the servers ran in alternating slices of the same round), then the median of those. " +
+        "PG CPU is the CPU of the PostgreSQL backends serving a server's connections, per request.",
     );
   // Without a baseline (the embedded run, where the database also lives in the service's
   // process) the targets do not apply; the figures are for information.

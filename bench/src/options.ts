@@ -27,6 +27,8 @@ export interface Options {
   readonly embedded: boolean;
   /** The "service" is a second baseline: ratios near 1.0 show the harness is fair. */
   readonly selfCheck: boolean;
+  /** Leave the Express server out (it runs beside the baseline otherwise, except in a self-check). */
+  readonly skipExpress: boolean;
   readonly quick: boolean;
   /** Extra `node` arguments for the service process (e.g. --cpu-prof, a V8 flag, an --import). */
   readonly serviceNodeArgs: readonly string[];
@@ -37,6 +39,7 @@ const HELP = `Usage: pnpm bench [-- options]
   --quick               1 round of 4 s per scenario, 2 s warm-up (development)
   --embedded            the service on its embedded PGlite database, no baseline (information)
   --self-check          measure the baseline against a second baseline (harness fairness)
+  --skip-express        leave out the Express server (common practice) beside the baseline
   --rounds N            interleaved rounds per scenario (default 3)
   --duration S          measured seconds per round (default 10)
   --slice S             a round alternates servers every S seconds (default 2)
@@ -46,7 +49,8 @@ const HELP = `Usage: pnpm bench [-- options]
   --probe-rate N        GET one post per second beside the logins (default 100)
   --posts N / --users N seed size (default 1000000 / 1000; embedded 100000 / 1000)
   --service-node-args="A B"  extra node arguments for the service (profiling, trying a V8 flag)
-  --only a,b            scenarios to run (get-one, list-first, list-deep, list-user, create, patch, login)
+  --only a,b            scenarios to run (get-one, list-first, list-deep, list-user, list-cold,
+                        create, patch, login)
   DATABASE_URL          PostgreSQL server (default postgres://postgres@127.0.0.1:5432/postgres)
   BENCH_DATABASE        database made for the run (default posts_bench)`;
 
@@ -58,6 +62,7 @@ export function parseOptions(argv: readonly string[]): Options {
       quick: { type: "boolean", default: false },
       embedded: { type: "boolean", default: false },
       "self-check": { type: "boolean", default: false },
+      "skip-express": { type: "boolean", default: false },
       rounds: { type: "string" },
       duration: { type: "string" },
       warmup: { type: "string" },
@@ -100,6 +105,7 @@ export function parseOptions(argv: readonly string[]): Options {
     only: values.only === undefined ? [] : values.only.split(",").map((s) => s.trim()),
     embedded,
     selfCheck: values["self-check"] ?? false,
+    skipExpress: values["skip-express"] ?? false,
     quick,
     serviceNodeArgs: values["service-node-args"]?.split(" ").filter((a) => a !== "") ?? [],
   };

@@ -1,8 +1,9 @@
 /**
- * `pnpm bench`: seeds PostgreSQL, starts the built service and the baseline as child
- * processes, drives the same load at both in interleaved rounds from this process, and
- * prints the medians, the ratios and the targets of issue #5. `--embedded` measures the
- * service on its embedded database instead (embedded-run.ts).
+ * `pnpm bench`: seeds PostgreSQL, starts the built service, the baseline (the limit of the
+ * stack) and the Express server (common practice) as child processes, drives the same load at
+ * each in interleaved rounds from this process, and prints the medians, the ratios and the
+ * targets of issue 13. `--embedded` measures the service on its embedded database instead
+ * (embedded-run.ts).
  */
 import { existsSync } from "node:fs";
 import os from "node:os";
@@ -12,6 +13,7 @@ import { createFallbackSchema, recreateDatabase, SEED_PASSWORD, seed, withDataba
 import { runEmbedded } from "./embedded-run.js";
 import {
   BASELINE_MAIN,
+  EXPRESS_MAIN,
   HASH_SOURCE_EMAIL,
   log,
   logFile,
@@ -21,6 +23,7 @@ import {
   registerHashSource,
   runScenarios,
   SERVICE_MAIN,
+  serverDatabaseUrl,
   serverEnv,
   since,
 } from "./harness.js";
@@ -37,8 +40,15 @@ async function runPostgres(options: Options) {
   const tokens = newTokenSettings();
   const benchUrl = withDatabase(options.databaseUrl, options.database);
   const env = serverEnv(tokens, benchUrl);
-  const [servicePort, baselinePort] = await freePorts(2);
+  const [servicePort, baselinePort, expressPort] = await freePorts(3);
   const serviceName = options.selfCheck ? "baseline-2" : "service";
+  const withExpress = !options.selfCheck && !options.skipExpress;
+  /** What server `name` is started with: its port, and its own application_name on the bench database. */
+  const envOf = (name: string, port: number | undefined) => ({
+    ...env,
+    PORT: String(port),
+    DATABASE_URL: serverDatabaseUrl(benchUrl, name),
+  });
 
   const servers: ServerProcess[] = [];
   const stopAll = () => Promise.all(servers.map((s) => s.stop()));
@@ -55,39 +65,46 @@ async function runPostgres(options: Options) {
 
     const passwordHash = options.selfCheck
       ? await hash(SEED_PASSWORD)
-      : await hashFromService({ ...env, PORT: String(servicePort) }, client);
+      : await hashFromService(envOf("service", servicePort), client);
     await seed(client, options, passwordHash);
     log(`migrated and seeded ${options.posts} posts over ${options.users} users in ${since(started)}`);
 
-    // Both servers start on the seeded database, so neither has seen it any other way.
+    // Every server starts on the seeded database, so none has seen it any other way.
     const service = await startServer(
       serviceName,
       options.selfCheck ? [BASELINE_MAIN] : [...options.serviceNodeArgs, SERVICE_MAIN],
-      { ...env, PORT: String(servicePort) },
+      envOf(serviceName, servicePort),
       logFile(serviceName),
     );
     servers.push(service);
     const baseline = await startServer(
       "baseline",
       [BASELINE_MAIN],
-      { ...env, PORT: String(baselinePort) },
+      envOf("baseline", baselinePort),
       logFile("baseline"),
     );
     servers.push(baseline);
-    log(
-      `${serviceName} pid ${service.pid} at ${service.url}, baseline pid ${baseline.pid} at ${baseline.url}`,
-    );
+    const express = withExpress
+      ? await startServer("express", [EXPRESS_MAIN], envOf("express", expressPort), logFile("express"))
+      : undefined;
+    if (express !== undefined) servers.push(express);
+    log(servers.map((s) => `${s.name} pid ${s.pid} at ${s.url}`).join(", "));
 
     const measuring = performance.now();
     const loadBefore = os.loadavg()[0] ?? 0;
-    const runs = await runScenarios(options, makeFixture(options, tokens), service, baseline);
+    const runs = await runScenarios(
+      options,
+      makeFixture(options, tokens),
+      { service, baseline, express },
+      client,
+    );
     const load = `load average ${loadBefore.toFixed(2)} → ${(os.loadavg()[0] ?? 0).toFixed(2)}`;
     await publish(
       runs,
       options,
       options.selfCheck
         ? "Self-check: baseline vs baseline on PostgreSQL"
-        : "Service vs baseline on PostgreSQL",
+        : `Service vs baseline${withExpress ? " and Express" : ""} on PostgreSQL`,
       serviceName,
       `measured in ${since(measuring)}, ${load}`,
     );

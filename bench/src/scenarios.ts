@@ -41,6 +41,9 @@ function varying(
  */
 const DEEP_CURSOR = encodeCursor(22);
 
+/** How many different pages list-cold spreads over, at most. */
+const COLD_PAGES = 50_000;
+
 export const SCENARIOS: readonly Scenario[] = [
   {
     name: "get-one",
@@ -75,6 +78,24 @@ export const SCENARIOS: readonly Scenario[] = [
       connections: f.connections,
       request: varying("GET", () => ({ path: `/api/v1/posts?size=20&userId=${pick(f.users)}` })),
     }),
+  },
+  {
+    name: "list-cold",
+    description: `GET /api/v1/posts?size=20&cursor=<one of ${COLD_PAGES} pages, at random>`,
+    workload: (f) => {
+      // Pages that do not overlap, spread over the whole listing: page k holds the posts
+      // 20k down to 20k - 19. Almost every request reads posts no recent request read, so what
+      // a server (or PostgreSQL) keeps of recent pages hardly helps. The cursors are made
+      // beforehand, so that the client's work per request is list-deep's.
+      const pages = Math.min(COLD_PAGES, Math.floor((f.posts - 1) / 20));
+      const cursors = Array.from({ length: pages }, (_, k) => encodeCursor(20 * (k + 1) + 1));
+      return {
+        connections: f.connections,
+        request: varying("GET", () => ({
+          path: `/api/v1/posts?size=20&cursor=${cursors[pick(pages) - 1]}`,
+        })),
+      };
+    },
   },
   {
     name: "create",

@@ -134,12 +134,24 @@ const USER_HZ = 100;
 
 /** CPU time (user + system, all threads) process `pid` has used so far, in seconds; 0 once it is gone. */
 export function cpuSeconds(pid: number): number {
+  return processCpu(pid)?.seconds ?? 0;
+}
+
+/**
+ * The command name of process `pid` (`postgres`, `node`) and the CPU time (user + system, all
+ * threads) it has used so far in seconds, or `undefined` when there is no such process.
+ */
+export function processCpu(pid: number): { readonly command: string; readonly seconds: number } | undefined {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    // Fields after the command name, which is in parentheses and may contain spaces.
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    return (Number(fields[11]) + Number(fields[12])) / USER_HZ;
+    // The command name is in parentheses and may contain spaces; the fields follow it.
+    const close = stat.lastIndexOf(")");
+    const fields = stat.slice(close + 2).split(" ");
+    return {
+      command: stat.slice(stat.indexOf("(") + 1, close),
+      seconds: (Number(fields[11]) + Number(fields[12])) / USER_HZ,
+    };
   } catch {
-    return 0;
+    return undefined;
   }
 }

@@ -19,6 +19,11 @@ export type DatabaseConfig =
       readonly poolSize: number;
       readonly connectTimeoutMs: number;
       readonly statementTimeoutMs: number;
+      /**
+       * Whether the repositories' statements run as named prepared statements (parsed once per
+       * connection); off behind a pooler that cannot keep them (PgBouncer in transaction mode).
+       */
+      readonly namedStatements: boolean;
     }
   | {
       /** PostgreSQL in WASM (PGlite), persisted in `directory`. */
@@ -125,6 +130,7 @@ export function loadConfig(env: Environment): Result<AppConfig, readonly string[
     poolSize: read.integer("DB_POOL_SIZE", 10, 1, 1000),
     connectTimeoutMs: read.integer("DB_CONNECT_TIMEOUT_MS", 3000, 1, MAX_TIMER_MS),
     statementTimeoutMs: read.integer("DB_STATEMENT_TIMEOUT_MS", 5000, 1, MAX_TIMER_MS),
+    namedStatements: read.boolean("DB_NAMED_STATEMENTS", true),
   };
   const startupTimeoutMs = read.integer("DB_STARTUP_TIMEOUT_MS", 30_000, 0, MAX_TIMER_MS);
   const gracePeriodMs = read.integer("GRACE_PERIOD_MS", 10_000, 1, MAX_TIMER_MS);

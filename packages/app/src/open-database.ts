@@ -17,6 +17,7 @@ export async function openDatabase(config: DatabaseConfig, logger: Logger): Prom
     poolSize: config.poolSize,
     connectionTimeoutMillis: config.connectTimeoutMs,
     statementTimeoutMillis: config.statementTimeoutMs,
+    namedStatements: config.namedStatements,
     // The pool drops such a connection by itself; this only makes a server restart visible.
     onIdleClientError: (error) =>
       logger.warn({ err: error }, "a database connection failed; the pool replaces it"),

@@ -59,6 +59,7 @@ describe("loadConfig", () => {
       DB_POOL_SIZE: "4",
       DB_CONNECT_TIMEOUT_MS: "1000",
       DB_STATEMENT_TIMEOUT_MS: "2000",
+      DB_NAMED_STATEMENTS: "false",
       DB_STARTUP_TIMEOUT_MS: "0",
       GRACE_PERIOD_MS: "500",
       TRUST_PROXY: "10.0.0.0/8, 127.0.0.1,loopback",
@@ -80,6 +81,7 @@ describe("loadConfig", () => {
         poolSize: 4,
         connectTimeoutMs: 1000,
         statementTimeoutMs: 2000,
+        namedStatements: false,
       },
       jwt: { secret: { from: "environment", secret: SECRET_32 }, issuer: "me", ttlMs: 60_000 },
       bodyLimit: 2048,
@@ -100,6 +102,14 @@ describe("loadConfig", () => {
     expect(valid({ DATABASE_URL: "postgresql://h/db", JWT_SECRET: SECRET_32 }).database.kind).toBe(
       "postgres",
     );
+  });
+
+  it("names the statements on a PostgreSQL server unless DB_NAMED_STATEMENTS says false", () => {
+    const database = (env: Environment) =>
+      valid({ DATABASE_URL: "postgres://h/db", JWT_SECRET: SECRET_32, ...env }).database;
+    expect(database({})).toMatchObject({ kind: "postgres", namedStatements: true });
+    expect(database({ DB_NAMED_STATEMENTS: "false" })).toMatchObject({ namedStatements: false });
+    expect(database({ DB_NAMED_STATEMENTS: "TRUE" })).toMatchObject({ namedStatements: true });
   });
 
   it("takes the JWT secret as given, surrounding spaces included", () => {
@@ -179,6 +189,7 @@ describe("loadConfig", () => {
       'LOGIN_THROTTLE_WINDOW_MS must be a whole number from 1 to 2147483647, got "x".',
     ],
     ["MIGRATE_ON_START", "yes", 'MIGRATE_ON_START must be true or false, got "yes".'],
+    ["DB_NAMED_STATEMENTS", "no", 'DB_NAMED_STATEMENTS must be true or false, got "no".'],
     ["METRICS", "off", 'METRICS must be true or false, got "off".'],
     [
       "HTTP_REQUEST_TIMEOUT_MS",

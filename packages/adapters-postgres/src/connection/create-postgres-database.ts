@@ -4,6 +4,7 @@ import type { Database } from "../schema/database.js";
 import { closeOnce } from "./close-once.js";
 import type { DatabaseHandle } from "./database-handle.js";
 import { poolForKysely, poolStats } from "./pool-for-kysely.js";
+import { PREPARED_STATEMENT_NAMES } from "./statement-names.js";
 import { TYPE_PARSERS } from "./type-parsers.js";
 
 /** How to reach a PostgreSQL server and how patient to be with it. */
@@ -27,6 +28,13 @@ export interface PostgresDatabaseOptions {
   readonly queryTimeoutMillis?: number;
   /** An idle connection is closed after this long. Default 10000 ms. */
   readonly idleTimeoutMillis?: number;
+  /**
+   * Run the statements the repositories compiled once as named prepared statements, parsed once
+   * per connection. Default true. False sends every statement unnamed, for a
+   * connection pooler that hands a client's statements to different server connections
+   * (PgBouncer in transaction mode before 1.21, or with `max_prepared_statements = 0`).
+   */
+  readonly namedStatements?: boolean;
   /** Shown in `pg_stat_activity`. Default `posts-service`. */
   readonly applicationName?: string;
   /**
@@ -79,7 +87,13 @@ export function createPostgresDatabase(options: PostgresDatabaseOptions): Databa
   pool.on("error", () => {});
 
   const db = new Kysely<Database>({
-    dialect: new PostgresDialect({ pool: poolForKysely(pool, queryTimeout) }),
+    dialect: new PostgresDialect({
+      pool: poolForKysely(
+        pool,
+        queryTimeout,
+        options.namedStatements === false ? undefined : PREPARED_STATEMENT_NAMES,
+      ),
+    }),
   });
   return { db, engine: "postgres", close: closeOnce(db), poolStats: () => poolStats(pool) };
 }

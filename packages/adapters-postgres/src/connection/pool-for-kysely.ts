@@ -1,5 +1,7 @@
 import type { PostgresCursor, PostgresPool, PostgresPoolClient, PostgresQueryResult } from "kysely";
 import type pg from "pg";
+import { sqlStateOf } from "./sql-state.js";
+import type { StatementNames } from "./statement-names.js";
 
 /** How many connections a pool has and how they are used, read at the moment of asking. */
 export interface PoolStats {
@@ -17,6 +19,17 @@ export interface PoolStats {
 const READ_TIMEOUT = "Query read timeout";
 
 /**
+ * "cached plan must not change result type": a named statement whose result columns a schema
+ * change altered (ALTER COLUMN ... TYPE, or a `*` that a new column widens). PostgreSQL replans
+ * such a statement by itself for any other change, but never changes the result type of one
+ * that is already prepared.
+ */
+const SQLSTATE_STALE_PLAN = "0A000";
+
+/** What `pg` answers a statement with, through its callback. */
+type Answer = (error: Error | null, result: pg.QueryResult) => void;
+
+/**
  * Hands `pool` to Kysely with each statement sent through `pg`'s callback form and bounded by
  * this adapter's own read timer, instead of `pg`'s promise form and its `query_timeout`.
  *
@@ -31,13 +44,24 @@ const READ_TIMEOUT = "Query read timeout";
  * connection is destroyed when released: it may still be waiting for that answer, and a
  * statement queued behind it would wait too. 0 means no read timeout. Cursors (Kysely's
  * `stream()`) are not supported; this adapter does not use them.
+ *
+ * With `names`, a statement whose text has a name there runs as that named prepared statement
+ * (parsed once per connection); any other runs unnamed, as without `names`. When a
+ * schema change made a named statement's result type stale (SQLSTATE 0A000), the statement gets
+ * a fresh name and runs again once, on the same connection, if it ran outside a transaction
+ * block; inside one, the failure has aborted the transaction, so it fails and only the next
+ * attempt of the whole transaction runs under the fresh name.
  */
-export function poolForKysely(pool: pg.Pool, readTimeoutMillis: number): PostgresPool {
+export function poolForKysely(
+  pool: pg.Pool,
+  readTimeoutMillis: number,
+  names?: StatementNames,
+): PostgresPool {
   const clients = new WeakMap<pg.PoolClient, PostgresPoolClient>();
   const wrap = (client: pg.PoolClient): PostgresPoolClient => {
     let wrapped = clients.get(client);
     if (wrapped === undefined) {
-      wrapped = new TimedClient(client, readTimeoutMillis);
+      wrapped = new TimedClient(client, readTimeoutMillis, names);
       clients.set(client, wrapped);
     }
     return wrapped;
@@ -62,12 +86,14 @@ export function poolStats(pool: pg.Pool): PoolStats {
 class TimedClient implements PostgresPoolClient {
   readonly #client: pg.PoolClient;
   readonly #readTimeoutMillis: number;
+  readonly #names: StatementNames | undefined;
   /** Set once a statement went unanswered past the read timeout: the connection is not reused. */
   #stalled = false;
 
-  constructor(client: pg.PoolClient, readTimeoutMillis: number) {
+  constructor(client: pg.PoolClient, readTimeoutMillis: number, names: StatementNames | undefined) {
     this.#client = client;
     this.#readTimeoutMillis = readTimeoutMillis;
+    this.#names = names;
   }
 
   query<R>(sql: string, parameters: ReadonlyArray<unknown>): Promise<PostgresQueryResult<R>>;
@@ -81,6 +107,9 @@ class TimedClient implements PostgresPoolClient {
     if (this.#stalled) return Promise.reject(new Error(READ_TIMEOUT));
     return new Promise((resolve, reject) => {
       let settled = false;
+      const names = this.#names;
+      let name = names?.nameOf(sql);
+      let renewed = false;
       const timer =
         this.#readTimeoutMillis > 0
           ? setTimeout(() => {
@@ -89,16 +118,41 @@ class TimedClient implements PostgresPoolClient {
               reject(new Error(READ_TIMEOUT));
             }, this.#readTimeoutMillis)
           : undefined;
-      // The callback form, passed at the call: see poolForKysely for why not the promise form.
-      // Kysely hands over a copy of the parameters made for this call.
-      this.#client.query(sql, parameters as unknown[], (error, result) => {
+      const answer: Answer = (error, result) => {
         if (settled) return;
+        if (error && names && name !== undefined && !renewed && sqlStateOf(error) === SQLSTATE_STALE_PLAN) {
+          renewed = true;
+          name = names.renew(sql, name);
+          // The status pg holds is the one from before this statement (the error arrives ahead
+          // of the next ReadyForQuery): "I" means it ran as a transaction of its own, which the
+          // error rolled back, so running it again is safe. Within the read timer already set.
+          if (this.#client.getTransactionStatus() === "I") {
+            this.#send(sql, name, parameters, answer);
+            return;
+          }
+        }
         settled = true;
         clearTimeout(timer);
         if (error) reject(error);
         else resolve(result as unknown as PostgresQueryResult<R>);
-      });
+      };
+      this.#send(sql, name, parameters, answer);
     });
+  }
+
+  /**
+   * Sends one statement in `pg`'s callback form, passed at the call: see poolForKysely for why
+   * not the promise form. Kysely hands over a copy of the parameters made for this call.
+   */
+  #send(
+    sql: string,
+    name: string | undefined,
+    parameters: ReadonlyArray<unknown> | undefined,
+    answer: Answer,
+  ): void {
+    const values = parameters as unknown[];
+    if (name === undefined) this.#client.query(sql, values, answer);
+    else this.#client.query({ name, text: sql, values }, answer);
   }
 
   release(): void {

@@ -1,4 +1,5 @@
 import type { CompiledQuery, Kysely } from "kysely";
+import { PREPARED_STATEMENT_NAMES } from "../connection/statement-names.js";
 import type { Database } from "../schema/database.js";
 
 /** Stands in for a named value while a statement is compiled; replaced at each execution. */
@@ -15,7 +16,9 @@ export type PreparedStatement<P, Row> = (values: P) => Promise<Row[]>;
  * stand-ins for the values, typed as `P`, and must put them where values go (comparisons,
  * `values`, `limit`, `sql` template slots); each one becomes a bound parameter, never SQL text.
  * Optional members of `P` serve statements built in variants: a variant that does not use a
- * value may be run without it; running one without a value it uses throws.
+ * value may be run without it; running one without a value it uses throws. On a PostgreSQL
+ * server the statement also runs as a named prepared statement (see `StatementNames`), so the
+ * server too parses it once per connection and keeps a plan where one serves every value.
  *
  * ```ts
  * const byId = prepare(db, (p: { id: number }) =>
@@ -37,6 +40,7 @@ export function prepare<P extends object, Row>(
     },
   ) as Required<P>;
   const compiled = build(standIns);
+  PREPARED_STATEMENT_NAMES.register(compiled.sql);
   // For each parameter slot: the name of the value it takes, or the constant compiled into it.
   const slots = compiled.parameters.map((parameter) =>
     parameter instanceof Placeholder ? { name: parameter.name } : { constant: parameter },
