@@ -1,5 +1,5 @@
 import { openTestDatabase } from "@posts/adapters-postgres/testing";
-import { postRepositoryContract, userRepositoryContract } from "@posts/domain/testing";
+import { postRepositoryContract, userRepositoryContract } from "@posts/domain/testing/vitest";
 
 // One database per engine serves both suites, one after the other (the suites allow it).
 for (const engine of ["postgres", "pglite"] as const) {
