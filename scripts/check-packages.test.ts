@@ -19,6 +19,12 @@ const LIBRARIES = ["domain", "adapters-postgres", "adapters-http"] as const;
 const EXAMPLES = ["embed-domain", "embedded-postgres", "contract-tests", "http-api"] as const;
 type Example = (typeof EXAMPLES)[number];
 
+// The pnpm running this test (`pnpm test`, also as `npx pnpm@… test`, where no pnpm is on PATH);
+// the one on PATH otherwise.
+const PNPM_CLI = process.env.npm_execpath;
+const PNPM: readonly string[] =
+  PNPM_CLI !== undefined && basename(PNPM_CLI).startsWith("pnpm") ? [process.execPath, PNPM_CLI] : ["pnpm"];
+
 /** How a command ended, with its stdout and stderr interleaved. */
 interface Outcome {
   readonly command: string;
@@ -81,7 +87,10 @@ async function start(cwd: string, script: string, env: Record<string, string>): 
   child.stderr.on("data", (chunk) => (output += chunk));
   const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
   const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`no URL printed in 60 s:\n${output}`)), 60_000);
+    const timer = setTimeout(() => {
+      child.kill("SIGKILL");
+      reject(new Error(`no URL printed in 60 s:\n${output}`));
+    }, 60_000);
     child.stdout.on("data", (chunk) => {
       output += chunk;
       const found = /https?:\/\/127\.0\.0\.1:\d+/.exec(output)?.[0];
@@ -104,6 +113,7 @@ async function start(cwd: string, script: string, env: Record<string, string>): 
   };
 }
 
+/** One JSON request; answers the status and the parsed body. */
 async function call(url: string, method: string, headers: Record<string, string>, body?: unknown) {
   const response = await fetch(url, {
     method,
@@ -111,11 +121,7 @@ async function call(url: string, method: string, headers: Record<string, string>
     ...(body === undefined ? {} : { body: JSON.stringify(body) }),
   });
   const text = await response.text();
-  return {
-    status: response.status,
-    headers: response.headers,
-    body: text === "" ? undefined : JSON.parse(text),
-  };
+  return { status: response.status, body: text === "" ? undefined : JSON.parse(text) };
 }
 
 let work = "";
@@ -129,9 +135,13 @@ beforeAll(async () => {
   await mkdir(tarballs);
   // One at a time: each prepack builds the domain too, and two builds must not write it at once.
   for (const library of LIBRARIES) {
-    expectSuccess(
-      await run("pnpm", ["pack", "--pack-destination", tarballs], join(ROOT, "packages", library)),
+    const [command = "pnpm", ...args] = PNPM;
+    const pack = await run(
+      command,
+      [...args, "pack", "--pack-destination", tarballs],
+      join(ROOT, "packages", library),
     );
+    expectSuccess(pack);
   }
   for (const tarball of await readdir(tarballs)) {
     const listing = await run("tar", ["-tzf", tarball], tarballs);
