@@ -20,6 +20,15 @@ module.exports = {
       to: { pathNot: ["^packages/domain/src/", "vitest"] },
     },
     {
+      name: "domain-testing-kit-needs-no-vitest",
+      comment:
+        "@posts/domain/testing (fakes, builders, clock) must load where vitest is not installed; " +
+        "the contract suites, which need it, are @posts/domain/testing/vitest.",
+      severity: "error",
+      from: { path: "^packages/domain/src/testing/index\\.ts$" },
+      to: { path: "node_modules/vitest/", reachable: true },
+    },
+    {
       name: "adapters-do-not-know-each-other",
       comment: "An adapter depends on the domain only; the app composes them.",
       severity: "error",
@@ -50,7 +59,8 @@ module.exports = {
   ],
   options: {
     doNotFollow: { path: "node_modules" },
-    exclude: { path: "(^|/)dist/" },
+    // Only our own build output: a library resolved in node_modules (vitest/dist/…) must stay visible to the rules.
+    exclude: { path: "^packages/[^/]+/dist/" },
     tsPreCompilationDeps: true,
     tsConfig: { fileName: "tsconfig.base.json" },
     enhancedResolveOptions: {

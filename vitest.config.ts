@@ -25,6 +25,16 @@ export default defineConfig({
       project("adapters-postgres", { testTimeout: 30_000, hookTimeout: 60_000 }),
       project("adapters-http", { testTimeout: 20_000, hookTimeout: 60_000 }),
       project("app", { testTimeout: 60_000, hookTimeout: 90_000 }),
+      // The packed libraries installed with npm outside the workspace, and the examples run on them.
+      defineProject({
+        test: {
+          name: "packed",
+          root: fileURLToPath(new URL("./scripts", import.meta.url)),
+          include: ["check-packages.test.ts"],
+          testTimeout: 120_000,
+          hookTimeout: 300_000,
+        },
+      }),
     ],
   },
 });

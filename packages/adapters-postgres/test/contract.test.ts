@@ -3,7 +3,7 @@ import {
   attemptCounterContract,
   postRepositoryContract,
   userRepositoryContract,
-} from "@posts/domain/testing";
+} from "@posts/domain/testing/vitest";
 
 // One database per engine serves every suite, one after the other (the suites allow it).
 for (const engine of ["postgres", "pglite"] as const) {

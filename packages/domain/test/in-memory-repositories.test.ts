@@ -1,4 +1,5 @@
-import { InMemoryDatabase, postRepositoryContract, userRepositoryContract } from "@posts/domain/testing";
+import { InMemoryDatabase } from "@posts/domain/testing";
+import { postRepositoryContract, userRepositoryContract } from "@posts/domain/testing/vitest";
 
 // The fake is held to the same contract as the PostgreSQL adapters, so it cannot drift.
 const open = async () => new InMemoryDatabase();

@@ -1,0 +1,13 @@
+// The repository contract suites, apart from the kit because they import vitest.
+export {
+  type AttemptCounterFixture,
+  attemptCounterContract,
+  type OpenAttemptCounter,
+} from "../attempt-counter-contract.js";
+export { postRepositoryContract } from "../post-repository-contract.js";
+export type {
+  OpenRepositories,
+  RepositoryContractOptions,
+  RepositoryFixture,
+} from "../repository-fixture.js";
+export { userRepositoryContract } from "../user-repository-contract.js";
