@@ -9,5 +9,5 @@ export type { PoolStats } from "./connection/pool-for-kysely.js";
 export { parseInt8, parseTimestamptz } from "./connection/type-parsers.js";
 export { PostgresPostRepository } from "./repositories/postgres-post-repository.js";
 export { PostgresUserRepository } from "./repositories/postgres-user-repository.js";
-export type { Database, PostsTable, Timestamp, UsersTable } from "./schema/database.js";
+export type { Database, IdempotencyKeysTable, PostsTable, Timestamp, UsersTable } from "./schema/database.js";
 export { MigrationError, type MigrationSummary, migrateToLatest } from "./schema/migrate-to-latest.js";
