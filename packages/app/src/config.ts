@@ -1,7 +1,7 @@
 import { isIP } from "node:net";
 import { join } from "node:path";
 import type { Result } from "@posts/domain";
-import { err, ok } from "@posts/domain";
+import { DEFAULT_IDEMPOTENCY_TTL_MS, err, ok } from "@posts/domain";
 
 /** The process environment, or any stand-in for it in tests. */
 export type Environment = Readonly<Record<string, string | undefined>>;
@@ -60,6 +60,8 @@ export interface AppConfig {
   readonly corsOrigins: readonly string[];
   /** Overrides of the HTTP adapter's failed-login throttle; what is absent keeps its default. */
   readonly loginThrottle: { readonly max?: number; readonly windowMs?: number };
+  /** How long an idempotency key of POST /api/v1/posts is remembered, in milliseconds. */
+  readonly idempotencyTtlMs: number;
   /** Whether GET /metrics is served (and requests are counted). */
   readonly metrics: boolean;
   /** Socket timeouts of the HTTP server, in milliseconds. */
@@ -85,6 +87,8 @@ export const JWT_SECRET_FILE_NAME = "jwt-secret";
 
 const LOG_LEVELS: readonly LogLevel[] = ["fatal", "error", "warn", "info", "debug", "trace", "silent"];
 const MAX_TIMER_MS = 2_147_483_647; // setTimeout's ceiling; a larger delay fires at once.
+// A century: now plus more would soon leave the range of a JavaScript Date (year 275760).
+const MAX_IDEMPOTENCY_TTL_MS = 3_153_600_000_000;
 const PROXY_KEYWORDS = new Set(["loopback", "linklocal", "uniquelocal"]);
 
 /**
@@ -132,6 +136,12 @@ export function loadConfig(env: Environment): Result<AppConfig, readonly string[
   const origins = corsOrigins(read.optionalText("CORS_ORIGINS"), problems);
   const loginThrottleMax = read.optionalInteger("LOGIN_THROTTLE_MAX", 1, Number.MAX_SAFE_INTEGER);
   const loginThrottleWindowMs = read.optionalInteger("LOGIN_THROTTLE_WINDOW_MS", 1, MAX_TIMER_MS);
+  const idempotencyTtlMs = read.integer(
+    "IDEMPOTENCY_TTL_MS",
+    DEFAULT_IDEMPOTENCY_TTL_MS,
+    1,
+    MAX_IDEMPOTENCY_TTL_MS,
+  );
   const metrics = read.boolean("METRICS", true);
   // The HTTP adapter's defaults, stated here so that the README and `loadConfig({})` show them.
   const http = {
@@ -161,6 +171,7 @@ export function loadConfig(env: Environment): Result<AppConfig, readonly string[
       ...(loginThrottleMax === undefined ? {} : { max: loginThrottleMax }),
       ...(loginThrottleWindowMs === undefined ? {} : { windowMs: loginThrottleWindowMs }),
     },
+    idempotencyTtlMs,
     metrics,
     http,
   };

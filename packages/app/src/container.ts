@@ -88,6 +88,7 @@ export function createContainer(seeds: ContainerSeeds): DependencyContainer {
       clock: c.resolve(TOKENS.clock),
       hasher: c.resolve(TOKENS.passwordHasher),
       tokens: c.resolve(TOKENS.tokenIssuer),
+      idempotencyTtlMs: c.resolve(TOKENS.config).idempotencyTtlMs,
     })),
   });
   container.register(TOKENS.httpAppOptions, {

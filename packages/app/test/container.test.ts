@@ -42,6 +42,7 @@ describe("createContainer", () => {
         TRUST_PROXY: "1",
         CORS_ORIGINS: "https://app.example.com",
         LOGIN_THROTTLE_MAX: "3",
+        IDEMPOTENCY_TTL_MS: "60000",
         METRICS: "false",
         HTTP_REQUEST_TIMEOUT_MS: "10000",
         HTTP_CONNECTION_TIMEOUT_MS: "20000",
@@ -65,6 +66,7 @@ describe("createContainer", () => {
     expect(deps.users).toBeInstanceOf(PostgresUserRepository);
     expect(deps.clock).toBe(systemClock);
     expect(deps.hasher).toBe(seeds.passwordHasher);
+    expect(deps.idempotencyTtlMs).toBe(60_000);
   });
 
   it("builds each instance once", () => {
