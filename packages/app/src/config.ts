@@ -60,10 +60,10 @@ export interface AppConfig {
   readonly corsOrigins: readonly string[];
   /** Overrides of the HTTP adapter's failed-login throttle; what is absent keeps its default. */
   readonly loginThrottle: { readonly max?: number; readonly windowMs?: number };
-  /** How long an idempotency key of POST /api/v1/posts is remembered, in milliseconds. */
-  readonly idempotencyTtlMs: number;
   /** Whether GET /metrics is served (and requests are counted). */
   readonly metrics: boolean;
+  /** How long an idempotency key of POST /api/v1/posts is remembered, in milliseconds. */
+  readonly idempotencyTtlMs: number;
   /** Socket timeouts of the HTTP server, in milliseconds. */
   readonly http: {
     /** Longest a whole request, body included, may take to arrive. */
@@ -136,13 +136,13 @@ export function loadConfig(env: Environment): Result<AppConfig, readonly string[
   const origins = corsOrigins(read.optionalText("CORS_ORIGINS"), problems);
   const loginThrottleMax = read.optionalInteger("LOGIN_THROTTLE_MAX", 1, Number.MAX_SAFE_INTEGER);
   const loginThrottleWindowMs = read.optionalInteger("LOGIN_THROTTLE_WINDOW_MS", 1, MAX_TIMER_MS);
+  const metrics = read.boolean("METRICS", true);
   const idempotencyTtlMs = read.integer(
     "IDEMPOTENCY_TTL_MS",
     DEFAULT_IDEMPOTENCY_TTL_MS,
     1,
     MAX_IDEMPOTENCY_TTL_MS,
   );
-  const metrics = read.boolean("METRICS", true);
   // The HTTP adapter's defaults, stated here so that the README and `loadConfig({})` show them.
   const http = {
     requestTimeoutMs: read.integer("HTTP_REQUEST_TIMEOUT_MS", 30_000, 1, MAX_TIMER_MS),
@@ -171,8 +171,8 @@ export function loadConfig(env: Environment): Result<AppConfig, readonly string[
       ...(loginThrottleMax === undefined ? {} : { max: loginThrottleMax }),
       ...(loginThrottleWindowMs === undefined ? {} : { windowMs: loginThrottleWindowMs }),
     },
-    idempotencyTtlMs,
     metrics,
+    idempotencyTtlMs,
     http,
   };
   return problems.length === 0 ? ok(config) : err(problems);

@@ -34,8 +34,8 @@ describe("loadConfig", () => {
       trustProxy: false,
       corsOrigins: [],
       loginThrottle: {},
-      idempotencyTtlMs: 86_400_000,
       metrics: true,
+      idempotencyTtlMs: 86_400_000,
       http: { requestTimeoutMs: 30_000, connectionTimeoutMs: 60_000, keepAliveTimeoutMs: 72_000 },
     } satisfies AppConfig);
   });
@@ -66,8 +66,8 @@ describe("loadConfig", () => {
       CORS_ORIGINS: "https://app.example.com, http://localhost:5173",
       LOGIN_THROTTLE_MAX: "3",
       LOGIN_THROTTLE_WINDOW_MS: "1000",
-      IDEMPOTENCY_TTL_MS: "60000",
       METRICS: "false",
+      IDEMPOTENCY_TTL_MS: "60000",
       HTTP_REQUEST_TIMEOUT_MS: "10000",
       HTTP_CONNECTION_TIMEOUT_MS: "20000",
       HTTP_KEEP_ALIVE_TIMEOUT_MS: "65000",
@@ -93,8 +93,8 @@ describe("loadConfig", () => {
       trustProxy: "10.0.0.0/8,127.0.0.1,loopback",
       corsOrigins: ["https://app.example.com", "http://localhost:5173"],
       loginThrottle: { max: 3, windowMs: 1000 },
-      idempotencyTtlMs: 60_000,
       metrics: false,
+      idempotencyTtlMs: 60_000,
       http: { requestTimeoutMs: 10_000, connectionTimeoutMs: 20_000, keepAliveTimeoutMs: 65_000 },
     } satisfies AppConfig);
   });
