@@ -425,4 +425,20 @@ describe.each(ENGINES)("PostgresPostRepository on %s", (engine) => {
       expect(await keyRows()).toEqual([{ user_id: author.id, key: "expiring", post_id: second }]);
     });
   });
+
+  it("sweeps more expired keys than one batch holds, and only those", async () => {
+    const author = await anAuthor(database());
+    await sql`
+      INSERT INTO idempotency_keys (user_id, key, post_id, expires_at)
+      SELECT ${author.id}, 'k' || g, g, ${CREATED_AT.toISOString()}::timestamptz - g * interval '1 second'
+      FROM generate_series(0, 12344) AS g`.execute(database().db);
+    await sql`
+      INSERT INTO idempotency_keys (user_id, key, post_id, expires_at)
+      VALUES (${author.id}, 'fresh', 1, ${CREATED_AT.toISOString()}::timestamptz + interval '1 millisecond')`.execute(
+      database().db,
+    );
+    expect(await database().posts.deleteExpiredIdempotencyKeys(CREATED_AT)).toBe(12_345);
+    const left = await sql<{ key: string }>`SELECT key FROM idempotency_keys`.execute(database().db);
+    expect(left.rows).toEqual([{ key: "fresh" }]);
+  });
 });
