@@ -103,6 +103,9 @@ interface UsedKeyRow {
   readonly same_text: boolean;
 }
 
+/** How many expired idempotency keys one statement of a sweep deletes at most. */
+const SWEEP_BATCH = 5000;
+
 /** Statements that come in variants, by whether some part of the query is there. */
 type Variants<T> = Readonly<Record<"with" | "without", T>>;
 
@@ -149,7 +152,10 @@ export class PostgresPostRepository implements PostRepository {
   readonly #claimKey: PreparedStatement<ClaimValues, { readonly claimed: boolean }>;
   readonly #createUnderKey: PreparedStatement<KeyedPostValues, { readonly id: number }>;
   readonly #usedKey: PreparedStatement<UsedKeyValues, UsedKeyRow>;
-  readonly #deleteExpiredKeys: PreparedStatement<{ now: string }, { readonly forgotten: number }>;
+  readonly #deleteExpiredKeys: PreparedStatement<
+    { now: string; batch: number },
+    { readonly forgotten: number }
+  >;
 
   constructor(db: Kysely<Database>) {
     this.#db = db;
@@ -311,10 +317,18 @@ export class PostgresPostRepository implements PostRepository {
         WHERE k.user_id = ${p.authorId} AND k.key = ${p.key}::text`.compile(db),
     );
 
-    this.#deleteExpiredKeys = prepare(db, (p: { now: string }) =>
+    // In batches, so that no statement of a long-overdue sweep runs into the statement timeout;
+    // rows locked by a creation taking an expired key over are skipped, as are those another
+    // instance's sweep is deleting.
+    this.#deleteExpiredKeys = prepare(db, (p: { now: string; batch: number }) =>
       sql<{ forgotten: number }>`
         WITH forgotten AS (
-          DELETE FROM idempotency_keys WHERE expires_at <= ${p.now}::timestamptz RETURNING 1
+          DELETE FROM idempotency_keys
+          WHERE (user_id, key) IN (
+            SELECT user_id, key FROM idempotency_keys WHERE expires_at <= ${p.now}::timestamptz
+            LIMIT ${p.batch} FOR UPDATE SKIP LOCKED
+          )
+          RETURNING 1
         )
         SELECT count(*)::int4 AS forgotten FROM forgotten`.compile(db),
     );
@@ -372,8 +386,13 @@ export class PostgresPostRepository implements PostRepository {
   }
 
   async deleteExpiredIdempotencyKeys(now: Date): Promise<number> {
-    const [row] = await this.#deleteExpiredKeys({ now: now.toISOString() });
-    return row?.forgotten ?? 0;
+    let total = 0;
+    for (;;) {
+      const [row] = await this.#deleteExpiredKeys({ now: now.toISOString(), batch: SWEEP_BATCH });
+      const forgotten = row?.forgotten ?? 0;
+      total += forgotten;
+      if (forgotten < SWEEP_BATCH) return total;
+    }
   }
 
   async findById(id: number): Promise<Post | undefined> {
