@@ -2,7 +2,7 @@ import { request } from "node:http";
 import type { AddressInfo } from "node:net";
 import { aPost, aUser } from "@posts/domain/testing";
 import type { InjectOptions, LightMyRequestResponse } from "fastify";
-import { describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { expectEnvelope, expectErrorJson, expectText, JSON_UTF8 } from "./support/expectations.js";
 import { tokenFor } from "./support/mint-token.js";
 import { buildTestApp, useTestApp } from "./support/test-app.js";
@@ -391,6 +391,10 @@ describe("conditional requests (CONTRACT §7)", () => {
   });
 
   describe("over a real socket, where Node joins a header sent twice", () => {
+    beforeAll(async () => {
+      await t().app.listen({ host: "127.0.0.1", port: 0 });
+    });
+
     /** Sends each header value of a list as a line of its own, as Node's client does with arrays. */
     const send = (method: string, path: string, headers: Record<string, string | string[]>, body?: string) =>
       new Promise<{ status: number; headers: Record<string, unknown>; body: string }>((resolve, reject) => {
@@ -409,7 +413,6 @@ describe("conditional requests (CONTRACT §7)", () => {
       });
 
     it("reads If-None-Match and If-Match lines as one combined list", async () => {
-      await t().app.listen({ host: "127.0.0.1", port: 0 });
       const user = await t().aUserWithToken();
       const post = await aPost(t().deps.posts, user);
       const etag = await etagOf(post.id);
@@ -429,6 +432,23 @@ describe("conditional requests (CONTRACT §7)", () => {
       const applied = await send("PATCH", path, { ...json, "if-match": ['"stale"', etag] }, '{"title":"y"}');
       expect(applied.status).toBe(200);
       expect(applied.headers.etag).toBe(await etagOf(post.id));
+    });
+
+    it("reads an Idempotency-Key sent twice as one invalid key: 400, nothing created", async () => {
+      const user = await t().aUserWithToken();
+      const headers = { "content-type": "application/json", "x-auth-token": user.token };
+      const twice = await send(
+        "POST",
+        "/api/v1/posts",
+        { ...headers, "idempotency-key": ["same", "same"] },
+        '{"title":"t","content":"c"}',
+      );
+      expect(twice.status).toBe(400);
+      expect(JSON.parse(twice.body)).toMatchObject({
+        status: 400,
+        message: expect.stringContaining("Idempotency-Key"),
+      });
+      expect(await t().deps.posts.listPage({ limit: 100, authorId: user.id })).toEqual([]);
     });
   });
 });

@@ -48,7 +48,7 @@ const notModified = (description: string, headers: object) => ({
 });
 const NO_CACHE = "no-cache";
 
-/** The reply headers of an answer carrying one post, or a page, tagged `tag`. */
+/** Sets the ETag of an answer that carries one post or a page. */
 function tagged(reply: FastifyReply, tag: EntityTag): FastifyReply {
   return reply.header("etag", formatEntityTag(tag));
 }
