@@ -19,6 +19,7 @@ import type { HttpAppOptions } from "./http-app-options.js";
 import { metrics } from "./operations/metrics.js";
 import { openApi } from "./operations/openapi.js";
 import { operationalRoutes } from "./operations/operational-routes.js";
+import { postEntityTags } from "./routes/post-entity-tags.js";
 import { postRoutes } from "./routes/post-routes.js";
 import type { RouteContext } from "./routes/route-context.js";
 import { userRoutes } from "./routes/user-routes.js";
@@ -88,8 +89,8 @@ export async function buildHttpApp(options: HttpAppOptions): Promise<FastifyInst
     await app.register(cors, {
       origin: [...options.corsOrigins],
       methods: ["GET", "HEAD", "POST", "PATCH", "DELETE"],
-      allowedHeaders: ["Content-Type", "X-AUTH-TOKEN"],
-      exposedHeaders: ["Location", "Link", "Retry-After"],
+      allowedHeaders: ["Content-Type", "X-AUTH-TOKEN", "If-Match", "If-None-Match", "Idempotency-Key"],
+      exposedHeaders: ["Location", "Link", "Retry-After", "ETag", "Idempotent-Replayed"],
       maxAge: 600,
     });
   }
@@ -110,6 +111,7 @@ export async function buildHttpApp(options: HttpAppOptions): Promise<FastifyInst
     format,
     sendEnvelope,
     guards: routeGuards(sendEnvelope),
+    entityTags: postEntityTags(options.timeZone),
   };
   await app.register(operationalRoutes, { sendEnvelope, checkReady: options.checkReady, retryAfterSeconds });
   await app.register(postRoutes, context);

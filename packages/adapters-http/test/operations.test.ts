@@ -114,12 +114,18 @@ describe("operations", () => {
       "403",
       "413",
       "415",
+      "422",
       "500",
       "503",
     ]);
     expect(statuses("patch", "/api/v1/posts/{id}")).toEqual(
-      ["200", "400", "401", "403", "404", "413", "415", "500", "503"].sort(),
+      ["200", "400", "401", "403", "404", "412", "413", "415", "500", "503"].sort(),
     );
+    expect(statuses("delete", "/api/v1/posts/{id}")).toEqual(
+      ["204", "401", "403", "404", "412", "500", "503"].sort(),
+    );
+    expect(statuses("get", "/api/v1/posts/{id}")).toEqual(["200", "304", "401", "404", "500", "503"]);
+    expect(statuses("get", "/api/v1/posts")).toEqual(["200", "304", "400", "401", "500", "503"]);
     expect(statuses("post", "/api/v1/user/login")).toEqual(
       ["200", "400", "401", "413", "415", "429", "500", "503"].sort(),
     );
@@ -136,6 +142,8 @@ describe("operations", () => {
       "text/plain",
     ]);
     const post = document.paths["/api/v1/posts/{id}"].get.responses["200"].content["application/json"].schema;
+    const page = document.paths["/api/v1/posts"].get.responses["200"].content["application/json"].schema;
+    expect(Object.keys(page.properties)).toEqual(["content", "size", "nextCursor"]);
     expect(Object.keys(post.properties)).toEqual([
       "id",
       "title",
@@ -144,6 +152,47 @@ describe("operations", () => {
       "updatedAt",
       "user",
     ]);
+  });
+
+  it("GET /openapi.json documents the conditional, idempotency and search headers and parameters", async () => {
+    const document = (await t().app.inject({ method: "GET", url: "/openapi.json" })).json();
+    const operation = (method: string, path: string) => document.paths[path][method];
+    const parameters = (method: string, path: string) =>
+      (operation(method, path).parameters as { in: string; name: string }[]).map(
+        (parameter) => `${parameter.in} ${parameter.name.toLowerCase()}`,
+      );
+    const headers = (method: string, path: string, status: string) =>
+      Object.keys(operation(method, path).responses[status].headers ?? {}).map((name) => name.toLowerCase());
+
+    expect(parameters("get", "/api/v1/posts")).toEqual([
+      "query size",
+      "query cursor",
+      "query userid",
+      "query q",
+      "header if-none-match",
+    ]);
+    expect(parameters("get", "/api/v1/posts/{id}")).toEqual(["path id", "header if-none-match"]);
+    expect(parameters("patch", "/api/v1/posts/{id}")).toEqual(["path id", "header if-match"]);
+    expect(parameters("delete", "/api/v1/posts/{id}")).toEqual(["path id", "header if-match"]);
+    expect(parameters("post", "/api/v1/posts")).toEqual(["header idempotency-key"]);
+
+    expect(headers("get", "/api/v1/posts/{id}", "200")).toEqual(["etag", "cache-control"]);
+    expect(headers("get", "/api/v1/posts/{id}", "304")).toEqual(["etag", "cache-control"]);
+    expect(headers("get", "/api/v1/posts", "200")).toEqual(["etag", "cache-control", "link"]);
+    expect(headers("get", "/api/v1/posts", "304")).toEqual(["etag", "cache-control"]);
+    expect(headers("patch", "/api/v1/posts/{id}", "200")).toEqual(["etag"]);
+    expect(headers("post", "/api/v1/posts", "201")).toEqual(["location", "idempotent-replayed"]);
+    // No body on a 304; the error of a 412 and a 422 is the envelope.
+    expect(operation("get", "/api/v1/posts/{id}").responses["304"].content).toBeUndefined();
+    for (const [method, path, status] of [
+      ["patch", "/api/v1/posts/{id}", "412"],
+      ["delete", "/api/v1/posts/{id}", "412"],
+      ["post", "/api/v1/posts", "422"],
+    ] as const) {
+      expect(
+        operation(method, path).responses[status].content["application/json"].schema.properties,
+      ).toHaveProperty("timestamp");
+    }
   });
 
   it("serves Swagger UI at /docs", async () => {
@@ -182,12 +231,17 @@ describe("operations", () => {
       headers: {
         origin: "https://app.example",
         "access-control-request-method": "POST",
-        "access-control-request-headers": "content-type,x-auth-token",
+        "access-control-request-headers": "content-type,x-auth-token,idempotency-key",
       },
     });
     expect(allowed.statusCode).toBe(204);
     expect(allowed.headers["access-control-allow-origin"]).toBe("https://app.example");
-    expect(String(allowed.headers["access-control-allow-headers"]).toLowerCase()).toContain("x-auth-token");
+    const allowedHeaders = String(allowed.headers["access-control-allow-headers"])
+      .toLowerCase()
+      .split(/,\s*/);
+    for (const header of ["content-type", "x-auth-token", "if-match", "if-none-match", "idempotency-key"]) {
+      expect(allowedHeaders).toContain(header);
+    }
     const other = await app.inject({
       method: "GET",
       url: "/api/v1/posts",
@@ -199,7 +253,9 @@ describe("operations", () => {
       url: "/api/v1/posts",
       headers: { origin: "https://app.example" },
     });
-    expect(exposed.headers["access-control-expose-headers"]).toContain("Location");
+    expect(String(exposed.headers["access-control-expose-headers"]).split(/,\s*/)).toEqual(
+      expect.arrayContaining(["Location", "Link", "Retry-After", "ETag", "Idempotent-Replayed"]),
+    );
     // CORS answers OPTIONS everywhere, yet an unknown path is still 404, not 405.
     expect((await app.inject({ method: "GET", url: "/nothing/here" })).statusCode).toBe(404);
     await app.close();

@@ -13,6 +13,7 @@ export { PostgresUserRepository } from "./repositories/postgres-user-repository.
 export type {
   AttemptCountsTable,
   Database,
+  IdempotencyKeysTable,
   PostsTable,
   Timestamp,
   UsersTable,

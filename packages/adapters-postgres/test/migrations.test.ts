@@ -4,12 +4,25 @@ import {
   type MigrationSummary,
   migrateToLatest,
 } from "@posts/adapters-postgres";
+import { migrateTo } from "@posts/adapters-postgres/testing";
 import { sql } from "kysely";
 import { describe, expect, it } from "vitest";
 import { ENGINES, useTestDatabase } from "./use-test-database.js";
 
-const ALL = ["0001_create_users", "0002_create_posts", "0003_create_attempt_counts"];
-const SCHEMA_TABLES = ["attempt_counts", "kysely_migration", "kysely_migration_lock", "posts", "users"];
+const ALL = [
+  "0001_create_users",
+  "0002_create_posts",
+  "0003_create_attempt_counts",
+  "0004_conditional_writes_idempotency_search",
+];
+const TABLES = [
+  "attempt_counts",
+  "idempotency_keys",
+  "kysely_migration",
+  "kysely_migration_lock",
+  "posts",
+  "users",
+];
 
 // The tests of each engine share one database and run in order: from empty, again, from empty
 // with several migrators, after a failure; then the schema the migrations made.
@@ -24,7 +37,7 @@ describe.each(ENGINES)("migrations on %s", (engine) => {
         WHERE table_schema = current_schema() ORDER BY table_name`.execute(db())
     ).rows.map((row) => row.table_name);
   const dropEverything = () =>
-    sql`DROP TABLE IF EXISTS attempt_counts, posts, users, kysely_migration, kysely_migration_lock`.execute(
+    sql`DROP TABLE IF EXISTS attempt_counts, idempotency_keys, posts, users, kysely_migration, kysely_migration_lock`.execute(
       db(),
     );
   const sqlStateOf = async (statement: Promise<unknown>) =>
@@ -36,7 +49,7 @@ describe.each(ENGINES)("migrations on %s", (engine) => {
   it("creates the schema on an empty database and says what it applied", async () => {
     expect(await tables()).toEqual([]);
     expect(await migrateToLatest(db())).toEqual({ applied: ALL, all: ALL });
-    expect(await tables()).toEqual(SCHEMA_TABLES);
+    expect(await tables()).toEqual(TABLES);
   });
 
   it("applies nothing when run again", async () => {
@@ -60,7 +73,7 @@ describe.each(ENGINES)("migrations on %s", (engine) => {
       }
     }
     expect(summaries.flatMap((summary) => summary.applied).sort()).toEqual(ALL);
-    expect(await tables()).toEqual(SCHEMA_TABLES);
+    expect(await tables()).toEqual(TABLES);
   });
 
   it("fails with a MigrationError naming the migration, and keeps nothing of it", async () => {
@@ -75,7 +88,7 @@ describe.each(ENGINES)("migrations on %s", (engine) => {
     expect(failure?.message).toMatch(
       /^database migration 0001_create_users failed: .*"users" already exists/,
     );
-    // Neither the index of 0001 nor anything of 0002 is left behind.
+    // Neither the index of 0001 nor anything of the later migrations is left behind.
     expect(await tables()).toEqual(["kysely_migration", "kysely_migration_lock", "users"]);
     await sql`DROP TABLE users`.execute(db());
     expect((await migrateToLatest(db())).applied).toEqual(ALL);
@@ -92,7 +105,7 @@ describe.each(ENGINES)("migrations on %s", (engine) => {
     }>`
       SELECT table_name, column_name, data_type, character_maximum_length, is_nullable, identity_generation
       FROM information_schema.columns
-      WHERE table_schema = current_schema() AND table_name IN ('users', 'posts')
+      WHERE table_schema = current_schema() AND table_name IN ('users', 'posts', 'idempotency_keys')
       ORDER BY table_name, ordinal_position`.execute(db());
     const shape = columns.rows.map(
       (c) =>
@@ -102,6 +115,11 @@ describe.each(ENGINES)("migrations on %s", (engine) => {
         `${c.identity_generation === null ? "" : ` generated ${c.identity_generation.toLowerCase()}`}`,
     );
     expect(shape).toEqual([
+      "idempotency_keys.user_id bigint not null",
+      "idempotency_keys.key character varying(255) not null",
+      "idempotency_keys.post_id bigint",
+      "idempotency_keys.fingerprint bytea",
+      "idempotency_keys.expires_at timestamp with time zone not null",
       "posts.id bigint not null generated always",
       "posts.title character varying(255) not null",
       "posts.content text not null",
@@ -115,13 +133,17 @@ describe.each(ENGINES)("migrations on %s", (engine) => {
     ]);
   });
 
-  it("indexes emails case-insensitively and one author's posts newest first", async () => {
+  it("indexes emails case-insensitively, one author's posts newest first, text by trigrams, keys by expiry", async () => {
     const indexes = await sql<{ indexname: string; indexdef: string }>`
       SELECT indexname, indexdef FROM pg_indexes
-      WHERE schemaname = current_schema() AND tablename IN ('users', 'posts')
+      WHERE schemaname = current_schema() AND tablename IN ('users', 'posts', 'idempotency_keys')
       ORDER BY indexname`.execute(db());
     expect(indexes.rows.map((row) => row.indexdef.replace(/ ON \S+\./, " ON "))).toEqual([
+      "CREATE INDEX idempotency_keys_expires_at_idx ON idempotency_keys USING btree (expires_at)",
+      "CREATE UNIQUE INDEX idempotency_keys_pkey ON idempotency_keys USING btree (user_id, key)",
+      "CREATE INDEX posts_content_trgm_idx ON posts USING gin (content gin_trgm_ops)",
       "CREATE UNIQUE INDEX posts_pkey ON posts USING btree (id)",
+      "CREATE INDEX posts_title_trgm_idx ON posts USING gin (title gin_trgm_ops)",
       "CREATE INDEX posts_user_id_id_idx ON posts USING btree (user_id, id DESC)",
       "CREATE UNIQUE INDEX users_email_lower_key ON users USING btree (lower(email))",
       "CREATE UNIQUE INDEX users_pkey ON users USING btree (id)",
@@ -166,10 +188,82 @@ describe.each(ENGINES)("migrations on %s", (engine) => {
       expect(await sqlStateOf(insertUser("case@example.COM"))).toBe("23505");
     });
 
+    it("deletes a user's idempotency keys with the user, and keeps a key whose post is gone", async () => {
+      const leaving = await insertUser("keys-leaving@example.com");
+      const staying = await insertUser("keys-staying@example.com");
+      const post = await sql<{ id: number }>`
+        INSERT INTO posts (title, content, created_at, updated_at, user_id)
+        VALUES ('t', 'c', now(), now(), ${staying}) RETURNING id`.execute(db());
+      const postId = post.rows[0]?.id;
+      for (const [user, key] of [
+        [leaving, "a"],
+        [leaving, "b"],
+        [staying, "a"],
+      ] as const) {
+        await sql`
+          INSERT INTO idempotency_keys (user_id, key, post_id, expires_at)
+          VALUES (${user}, ${key}, ${postId}, now() + interval '1 day')`.execute(db());
+      }
+      await sql`DELETE FROM posts WHERE id = ${postId}`.execute(db());
+      await sql`DELETE FROM users WHERE id = ${leaving}`.execute(db());
+      const left = await sql<{ user_id: number; key: string }>`
+        SELECT user_id, key FROM idempotency_keys ORDER BY user_id, key`.execute(db());
+      expect(left.rows).toEqual([{ user_id: staying, key: "a" }]);
+    });
+
+    it("refuses a second row for one user's key (23505), and a key of a user who does not exist (23503)", async () => {
+      const user = await insertUser("keys-twice@example.com");
+      const insertKey = (userId: unknown) =>
+        sql`
+          INSERT INTO idempotency_keys (user_id, key, expires_at)
+          VALUES (${userId}, 'same', now())`.execute(db());
+      expect(await sqlStateOf(insertKey(user))).toBe("no error");
+      expect(await sqlStateOf(insertKey(user))).toBe("23505");
+      expect(await sqlStateOf(insertKey(Number.MAX_SAFE_INTEGER))).toBe("23503");
+    });
+
     it("generates ids and refuses one given by the client (generated always)", async () => {
       const explicit = sql`
         INSERT INTO users (id, email, password_hash, created_at) VALUES (12345, 'x@example.com', 'h', now())`;
       expect(await sqlStateOf(explicit.execute(db()))).toBe("428C9");
     });
+  });
+});
+
+describe.each(ENGINES)("upgrading a filled database on %s", (engine) => {
+  const database = useTestDatabase(engine, { migrate: false });
+  const db = () => database().db;
+
+  it("keeps every user and post made before 0004, which then serves searches and keys", async () => {
+    await migrateTo(db(), "0002_create_posts");
+    await sql`
+      INSERT INTO users (email, password_hash, created_at) VALUES
+        ('old1@example.com', '$argon2id$old1', '2025-01-01T00:00:00.001Z'),
+        ('old2@example.com', '$argon2id$old2', '2025-01-02T00:00:00.002Z')`.execute(db());
+    await sql`
+      INSERT INTO posts (title, content, created_at, updated_at, user_id)
+      SELECT 'Title ' || g || ' 안녕', 'Body ' || g || ' 😀 100%', '2025-02-01T00:00:00.123Z',
+             '2025-02-02T00:00:00.456Z', 1 + g % 2
+      FROM generate_series(1, 50) AS g`.execute(db());
+    const before = await sql`
+      SELECT p.*, u.email, u.password_hash, u.created_at AS registered FROM posts p JOIN users u ON u.id = p.user_id
+      ORDER BY p.id`.execute(db());
+
+    expect((await migrateToLatest(db())).applied).toEqual(ALL.slice(2));
+
+    const after = await sql`
+      SELECT p.*, u.email, u.password_hash, u.created_at AS registered FROM posts p JOIN users u ON u.id = p.user_id
+      ORDER BY p.id`.execute(db());
+    expect(after.rows).toHaveLength(50);
+    expect(after.rows).toEqual(before.rows);
+
+    const { posts } = database();
+    const found = await posts.listPage({ limit: 100, search: "title 7 안녕" });
+    expect(found.map((post) => post.title)).toEqual(["Title 7 안녕"]);
+    const created = await posts.createIdempotently(
+      { authorId: 1, title: "new", content: "after the upgrade", createdAt: new Date() },
+      { key: "upgraded", expiresAt: new Date(Date.now() + 60_000) },
+    );
+    expect(created).toStrictEqual({ ok: true, value: { id: 51, replayed: false } });
   });
 });

@@ -1,3 +1,4 @@
+import { createPostgresDatabase, PostgresPostRepository } from "@posts/adapters-postgres";
 import type { TestDatabase } from "@posts/adapters-postgres/testing";
 import type { Post, PostUpdate, Result } from "@posts/domain";
 import { sql } from "kysely";
@@ -33,30 +34,66 @@ const sqlStateOf = (promise: Promise<unknown>) =>
     (error: { code?: string }) => error.code,
   );
 
+class RolledBack extends Error {}
+
+/** Waits until `count` statements of this test's database wait for a lock. */
+async function untilBlocked(database: TestDatabase, count: number): Promise<void> {
+  for (let waited = 0; ; waited += 20) {
+    const blocked = await sql<{ count: number }>`
+      SELECT count(*)::int AS count FROM pg_stat_activity
+      WHERE datname = current_database() AND wait_event_type = 'Lock'`.execute(database.db);
+    if ((blocked.rows[0]?.count ?? 0) >= count) return;
+    if (waited > 5000) throw new Error(`fewer than ${count} statements ever waited for a lock`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+/**
+ * Starts `writes` one after the other, each once the ones before it wait for a lock, while
+ * another transaction holds the row of user `userId` (which every write of a post or a key
+ * must share), then lets them all go: creations that overlap for certain, in a known order.
+ * Needs a PostgreSQL server.
+ */
+async function whileUserLocked<T>(
+  database: TestDatabase,
+  userId: number,
+  writes: readonly (() => Promise<T>)[],
+): Promise<PromiseSettledResult<T>[]> {
+  const pending: Promise<PromiseSettledResult<T>[]>[] = [];
+  await database.db.transaction().execute(async (trx) => {
+    await sql`SELECT id FROM users WHERE id = ${userId} FOR UPDATE`.execute(trx);
+    for (const [i, write] of writes.entries()) {
+      pending.push(Promise.allSettled([write()]));
+      await untilBlocked(database, i + 1);
+    }
+  });
+  return (await Promise.all(pending)).flat();
+}
+
 /**
  * Runs `write` while another transaction holds `lock` uncommitted, waits until `write` is
- * blocked on it, then commits that transaction: a concurrent change landing at the worst moment.
- * Needs a PostgreSQL server (PGlite has a single connection).
+ * blocked on it, then commits that transaction (or rolls it back): a concurrent change landing
+ * at the worst moment. Needs a PostgreSQL server (PGlite has a single connection).
  */
 async function whileLocked<T>(
   database: TestDatabase,
-  lock: ReturnType<typeof sql>,
+  lock: ReturnType<typeof sql> | readonly ReturnType<typeof sql>[],
   write: () => Promise<T>,
+  then: "commit" | "rollback" = "commit",
 ): Promise<T> {
   let pending: Promise<T> | undefined;
-  await database.db.transaction().execute(async (trx) => {
-    await lock.execute(trx);
-    pending = write();
-    pending.catch(() => {});
-    for (let waited = 0; ; waited += 20) {
-      const blocked = await sql<{ count: number }>`
-        SELECT count(*)::int AS count FROM pg_stat_activity
-        WHERE datname = current_database() AND wait_event_type = 'Lock'`.execute(database.db);
-      if ((blocked.rows[0]?.count ?? 0) > 0) break;
-      if (waited > 5000) throw new Error("the write never waited for the lock");
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
-  });
+  await database.db
+    .transaction()
+    .execute(async (trx) => {
+      for (const statement of Array.isArray(lock) ? lock : [lock]) await statement.execute(trx);
+      pending = write();
+      pending.catch(() => {});
+      await untilBlocked(database, 1);
+      if (then === "rollback") throw new RolledBack();
+    })
+    .catch((error: unknown) => {
+      if (!(error instanceof RolledBack)) throw error;
+    });
   if (pending === undefined) throw new Error("unreachable");
   return pending;
 }
@@ -218,5 +255,190 @@ describe.each(ENGINES)("PostgresPostRepository on %s", (engine) => {
       title: "committed meanwhile",
       content: "new",
     });
+  });
+
+  describe("conditional writes under concurrency", () => {
+    const conditionalTitle = (post: Post, expectedVersions: readonly Date[]) =>
+      database().posts.update({
+        id: post.id,
+        authorId: post.author.id,
+        changes: { title: "conditional" },
+        now: CREATED_AT,
+        expectedVersions,
+      });
+
+    it("an update waiting for a concurrent change of the version answers version-mismatch", async (context) => {
+      if (!onServer()) context.skip();
+      const author = await anAuthor(database());
+      const post = await aPost(database(), author.id);
+      const moved = sql`UPDATE posts SET updated_at = updated_at + interval '1 millisecond' WHERE id = ${post.id}`;
+      expect(
+        await whileLocked(database(), moved, () => conditionalTitle(post, [post.updatedAt])),
+      ).toStrictEqual({
+        ok: false,
+        error: "version-mismatch",
+      });
+      expect((await database().posts.findById(post.id))?.title).toBe(post.title);
+    });
+
+    it("a deletion waiting for a concurrent change of the version answers version-mismatch", async (context) => {
+      if (!onServer()) context.skip();
+      const author = await anAuthor(database());
+      const post = await aPost(database(), author.id);
+      const moved = sql`UPDATE posts SET updated_at = updated_at + interval '1 millisecond' WHERE id = ${post.id}`;
+      const deleted = await whileLocked(database(), moved, () =>
+        database().posts.delete({ id: post.id, authorId: author.id, expectedVersions: [post.updatedAt] }),
+      );
+      expect(deleted).toStrictEqual({ ok: false, error: "version-mismatch" });
+      expect(await database().posts.findById(post.id)).toBeDefined();
+    });
+
+    it("an update or a deletion waiting for a concurrent deletion answers not-found", async (context) => {
+      if (!onServer()) context.skip();
+      const author = await anAuthor(database());
+      const first = await aPost(database(), author.id);
+      const gone = (post: Post) => sql`DELETE FROM posts WHERE id = ${post.id}`;
+      expect(
+        await whileLocked(database(), gone(first), () => conditionalTitle(first, [first.updatedAt])),
+      ).toStrictEqual({ ok: false, error: "not-found" });
+      const second = await aPost(database(), author.id);
+      expect(
+        await whileLocked(database(), gone(second), () =>
+          database().posts.delete({
+            id: second.id,
+            authorId: author.id,
+            expectedVersions: [second.updatedAt],
+          }),
+        ),
+      ).toStrictEqual({ ok: false, error: "not-found" });
+    });
+
+    it("an update expecting the version a waited-for change rolled back from still happens", async (context) => {
+      if (!onServer()) context.skip();
+      const author = await anAuthor(database());
+      const post = await aPost(database(), author.id);
+      const moved = sql`UPDATE posts SET updated_at = updated_at + interval '1 millisecond' WHERE id = ${post.id}`;
+      const updated = await whileLocked(
+        database(),
+        moved,
+        () => conditionalTitle(post, [post.updatedAt]),
+        "rollback",
+      );
+      expect(updated.ok && updated.value.title).toBe("conditional");
+    });
+  });
+
+  describe("idempotent creation under concurrency", () => {
+    const create = (authorId: number, key: string, title = "title", createdAt = CREATED_AT) =>
+      database().posts.createIdempotently(
+        { authorId, title, content: "content", createdAt },
+        { key, expiresAt: new Date(createdAt.getTime() + 60_000) },
+      );
+    const keyRows = async () =>
+      (
+        await sql<{ user_id: number; key: string; post_id: number }>`
+          SELECT user_id, key, post_id FROM idempotency_keys ORDER BY user_id, key`.execute(database().db)
+      ).rows;
+
+    it("a creation that waits for a twin holding its key answers the twin's post", async (context) => {
+      if (!onServer()) context.skip();
+      const author = await anAuthor(database());
+      const results = await whileUserLocked(database(), author.id, [
+        () => create(author.id, "twin"),
+        () => create(author.id, "twin"),
+      ]);
+      const posts = await database().posts.listPage({ limit: 10 });
+      expect(posts).toHaveLength(1);
+      expect(results).toEqual([
+        { status: "fulfilled", value: { ok: true, value: { id: posts[0]?.id, replayed: false } } },
+        { status: "fulfilled", value: { ok: true, value: { id: posts[0]?.id, replayed: true } } },
+      ]);
+      expect(await keyRows()).toEqual([{ user_id: author.id, key: "twin", post_id: posts[0]?.id }]);
+    });
+
+    it("a creation that waits for a twin whose transaction fails takes the key itself", async (context) => {
+      if (!onServer()) context.skip();
+      const author = await anAuthor(database());
+      const results = await whileUserLocked(database(), author.id, [
+        // Longer than varchar(255): the post's INSERT fails after the key was claimed.
+        () => create(author.id, "twin", "😀".repeat(256)),
+        () => create(author.id, "twin"),
+      ]);
+      expect(results[0]).toMatchObject({ status: "rejected", reason: { code: "22001" } });
+      const posts = await database().posts.listPage({ limit: 10 });
+      expect(posts.map((post) => post.title)).toEqual(["title"]);
+      expect(results[1]).toEqual({
+        status: "fulfilled",
+        value: { ok: true, value: { id: posts[0]?.id, replayed: false } },
+      });
+      expect(await keyRows()).toEqual([{ user_id: author.id, key: "twin", post_id: posts[0]?.id }]);
+    });
+
+    it("answers author-gone, storing nothing, when the author is deleted while the claim waits", async (context) => {
+      if (!onServer()) context.skip();
+      const author = await anAuthor(database());
+      const created = await whileLocked(database(), sql`DELETE FROM users WHERE id = ${author.id}`, () =>
+        create(author.id, "orphan"),
+      );
+      expect(created).toStrictEqual({ ok: false, error: "author-gone" });
+      expect(await database().posts.listPage({ limit: 10 })).toEqual([]);
+      expect(await keyRows()).toEqual([]);
+    });
+
+    it("creations with one key through several pools (instances) at once store one post", async (context) => {
+      const { connectionString } = database();
+      if (connectionString === undefined) return context.skip();
+      const instances = [1, 2, 3].map(() => createPostgresDatabase({ connectionString, poolSize: 5 }));
+      try {
+        const author = await anAuthor(database());
+        const repositories = instances.map((instance) => new PostgresPostRepository(instance.db));
+        const results = await Promise.all(
+          Array.from({ length: 21 }, (_, i) =>
+            (repositories[i % repositories.length] as PostgresPostRepository).createIdempotently(
+              { authorId: author.id, title: "t", content: "c", createdAt: CREATED_AT },
+              { key: "shared", expiresAt: new Date(CREATED_AT.getTime() + 60_000) },
+            ),
+          ),
+        );
+        const posts = await database().posts.listPage({ limit: 10 });
+        expect(posts).toHaveLength(1);
+        expect(results.filter((result) => result.ok && !result.value.replayed)).toHaveLength(1);
+        expect(results.every((result) => result.ok && result.value.id === posts[0]?.id)).toBe(true);
+      } finally {
+        await Promise.all(instances.map((instance) => instance.close()));
+      }
+    });
+
+    it("an expired key taken over by several creations at once makes one new post", async () => {
+      const author = await anAuthor(database());
+      const first = await create(author.id, "expiring");
+      const later = new Date(CREATED_AT.getTime() + 60_000);
+      const results = await Promise.all(
+        Array.from({ length: 10 }, () => create(author.id, "expiring", "title", later)),
+      );
+      const posts = await database().posts.listPage({ limit: 10 });
+      expect(posts).toHaveLength(2);
+      const second = posts[0]?.id;
+      expect(second).not.toBe(first.ok ? first.value.id : undefined);
+      expect(results.filter((result) => result.ok && !result.value.replayed)).toHaveLength(1);
+      expect(results.every((result) => result.ok && result.value.id === second)).toBe(true);
+      expect(await keyRows()).toEqual([{ user_id: author.id, key: "expiring", post_id: second }]);
+    });
+  });
+
+  it("sweeps more expired keys than one batch holds, and only those", async () => {
+    const author = await anAuthor(database());
+    await sql`
+      INSERT INTO idempotency_keys (user_id, key, post_id, expires_at)
+      SELECT ${author.id}, 'k' || g, g, ${CREATED_AT.toISOString()}::timestamptz - g * interval '1 second'
+      FROM generate_series(0, 12344) AS g`.execute(database().db);
+    await sql`
+      INSERT INTO idempotency_keys (user_id, key, post_id, expires_at)
+      VALUES (${author.id}, 'fresh', 1, ${CREATED_AT.toISOString()}::timestamptz + interval '1 millisecond')`.execute(
+      database().db,
+    );
+    expect(await database().posts.deleteExpiredIdempotencyKeys(CREATED_AT)).toBe(12_345);
+    const left = await sql<{ key: string }>`SELECT key FROM idempotency_keys`.execute(database().db);
+    expect(left.rows).toEqual([{ key: "fresh" }]);
   });
 });

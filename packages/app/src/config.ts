@@ -1,7 +1,7 @@
 import { isIP } from "node:net";
 import { join } from "node:path";
 import type { Result } from "@posts/domain";
-import { err, ok } from "@posts/domain";
+import { DEFAULT_IDEMPOTENCY_TTL_MS, err, ok } from "@posts/domain";
 
 /** The process environment, or any stand-in for it in tests. */
 export type Environment = Readonly<Record<string, string | undefined>>;
@@ -67,6 +67,8 @@ export interface AppConfig {
   readonly loginThrottle: { readonly max?: number; readonly windowMs?: number };
   /** Whether GET /metrics is served (and requests are counted). */
   readonly metrics: boolean;
+  /** How long an idempotency key of POST /api/v1/posts is remembered, in milliseconds. */
+  readonly idempotencyTtlMs: number;
   /** Socket timeouts of the HTTP server, in milliseconds. */
   readonly http: {
     /** Longest a whole request, body included, may take to arrive. */
@@ -90,6 +92,8 @@ export const JWT_SECRET_FILE_NAME = "jwt-secret";
 
 const LOG_LEVELS: readonly LogLevel[] = ["fatal", "error", "warn", "info", "debug", "trace", "silent"];
 const MAX_TIMER_MS = 2_147_483_647; // setTimeout's ceiling; a larger delay fires at once.
+// A century: now plus more would soon leave the range of a JavaScript Date (year 275760).
+const MAX_IDEMPOTENCY_TTL_MS = 3_153_600_000_000;
 const PROXY_KEYWORDS = new Set(["loopback", "linklocal", "uniquelocal"]);
 
 /**
@@ -139,6 +143,12 @@ export function loadConfig(env: Environment): Result<AppConfig, readonly string[
   const loginThrottleMax = read.optionalInteger("LOGIN_THROTTLE_MAX", 1, Number.MAX_SAFE_INTEGER);
   const loginThrottleWindowMs = read.optionalInteger("LOGIN_THROTTLE_WINDOW_MS", 1, MAX_TIMER_MS);
   const metrics = read.boolean("METRICS", true);
+  const idempotencyTtlMs = read.integer(
+    "IDEMPOTENCY_TTL_MS",
+    DEFAULT_IDEMPOTENCY_TTL_MS,
+    1,
+    MAX_IDEMPOTENCY_TTL_MS,
+  );
   // The HTTP adapter's defaults, stated here so that the README and `loadConfig({})` show them.
   const http = {
     requestTimeoutMs: read.integer("HTTP_REQUEST_TIMEOUT_MS", 30_000, 1, MAX_TIMER_MS),
@@ -168,6 +178,7 @@ export function loadConfig(env: Environment): Result<AppConfig, readonly string[
       ...(loginThrottleWindowMs === undefined ? {} : { windowMs: loginThrottleWindowMs }),
     },
     metrics,
+    idempotencyTtlMs,
     http,
   };
   return problems.length === 0 ? ok(config) : err(problems);

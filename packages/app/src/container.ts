@@ -84,7 +84,11 @@ export function createContainer(seeds: ContainerSeeds): DependencyContainer {
   container.register(TOKENS.expirySweeps, {
     useFactory: instanceCachingFactory<readonly ExpirySweep[]>((c) => {
       const attempts = c.resolve(TOKENS.attemptCounter);
-      return [{ name: "attempt counts", deleteExpired: (now) => attempts.deleteExpired(now) }];
+      const posts = c.resolve(TOKENS.postRepository);
+      return [
+        { name: "attempt counts", deleteExpired: (now) => attempts.deleteExpired(now) },
+        { name: "idempotency keys", deleteExpired: (now) => posts.deleteExpiredIdempotencyKeys(now) },
+      ];
     }),
   });
   container.register(TOKENS.tokenIssuer, {
@@ -104,6 +108,7 @@ export function createContainer(seeds: ContainerSeeds): DependencyContainer {
       clock: c.resolve(TOKENS.clock),
       hasher: c.resolve(TOKENS.passwordHasher),
       tokens: c.resolve(TOKENS.tokenIssuer),
+      idempotencyTtlMs: c.resolve(TOKENS.config).idempotencyTtlMs,
     })),
   });
   container.register(TOKENS.httpAppOptions, {

@@ -35,6 +35,7 @@ describe("loadConfig", () => {
       corsOrigins: [],
       loginThrottle: {},
       metrics: true,
+      idempotencyTtlMs: 86_400_000,
       http: { requestTimeoutMs: 30_000, connectionTimeoutMs: 60_000, keepAliveTimeoutMs: 72_000 },
     } satisfies AppConfig);
   });
@@ -67,6 +68,7 @@ describe("loadConfig", () => {
       LOGIN_THROTTLE_MAX: "3",
       LOGIN_THROTTLE_WINDOW_MS: "1000",
       METRICS: "false",
+      IDEMPOTENCY_TTL_MS: "60000",
       HTTP_REQUEST_TIMEOUT_MS: "10000",
       HTTP_CONNECTION_TIMEOUT_MS: "20000",
       HTTP_KEEP_ALIVE_TIMEOUT_MS: "65000",
@@ -94,6 +96,7 @@ describe("loadConfig", () => {
       corsOrigins: ["https://app.example.com", "http://localhost:5173"],
       loginThrottle: { max: 3, windowMs: 1000 },
       metrics: false,
+      idempotencyTtlMs: 60_000,
       http: { requestTimeoutMs: 10_000, connectionTimeoutMs: 20_000, keepAliveTimeoutMs: 65_000 },
     } satisfies AppConfig);
   });
@@ -181,6 +184,21 @@ describe("loadConfig", () => {
       "GRACE_PERIOD_MS",
       "99999999999",
       'GRACE_PERIOD_MS must be a whole number from 1 to 2147483647, got "99999999999".',
+    ],
+    [
+      "IDEMPOTENCY_TTL_MS",
+      "0",
+      'IDEMPOTENCY_TTL_MS must be a whole number from 1 to 3153600000000, got "0".',
+    ],
+    [
+      "IDEMPOTENCY_TTL_MS",
+      "1d",
+      'IDEMPOTENCY_TTL_MS must be a whole number from 1 to 3153600000000, got "1d".',
+    ],
+    [
+      "IDEMPOTENCY_TTL_MS",
+      "9007199254740991",
+      'IDEMPOTENCY_TTL_MS must be a whole number from 1 to 3153600000000, got "9007199254740991".',
     ],
     ["LOGIN_THROTTLE_MAX", "0", 'LOGIN_THROTTLE_MAX must be a whole number at least 1, got "0".'],
     [

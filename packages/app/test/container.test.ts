@@ -8,7 +8,7 @@ import {
 import type { TestDatabase } from "@posts/adapters-postgres/testing";
 import { openTestDatabase } from "@posts/adapters-postgres/testing";
 import { systemClock } from "@posts/domain";
-import { FakePasswordHasher } from "@posts/domain/testing";
+import { aUser, FakePasswordHasher } from "@posts/domain/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { AppConfig } from "../src/config.js";
 import { loadConfig } from "../src/config.js";
@@ -44,6 +44,7 @@ describe("createContainer", () => {
         CORS_ORIGINS: "https://app.example.com",
         LOGIN_THROTTLE_MAX: "3",
         METRICS: "false",
+        IDEMPOTENCY_TTL_MS: "60000",
         HTTP_REQUEST_TIMEOUT_MS: "10000",
         HTTP_CONNECTION_TIMEOUT_MS: "20000",
         HTTP_KEEP_ALIVE_TIMEOUT_MS: "65000",
@@ -66,6 +67,7 @@ describe("createContainer", () => {
     expect(deps.users).toBeInstanceOf(PostgresUserRepository);
     expect(deps.clock).toBe(systemClock);
     expect(deps.hasher).toBe(seeds.passwordHasher);
+    expect(deps.idempotencyTtlMs).toBe(60_000);
   });
 
   it("builds each instance once", () => {
@@ -128,11 +130,33 @@ describe("createContainer", () => {
     await counter.increment("container-test:ended", 1000, start);
     await counter.increment("container-test:running", 5000, start);
     const sweeps = container.resolve(TOKENS.expirySweeps);
-    expect(sweeps.map((sweep) => sweep.name)).toEqual(["attempt counts"]);
+    expect(sweeps.map((sweep) => sweep.name)).toEqual(["attempt counts", "idempotency keys"]);
     expect(await sweeps[0]?.deleteExpired(new Date(start.getTime() + 1000))).toBe(1);
     expect([
       ...(await counter.read(["container-test:ended", "container-test:running"], start)).keys(),
     ]).toEqual(["container-test:running"]);
+  });
+
+  it("sweeps the idempotency keys whose time is up, and only those", async () => {
+    const container = createContainer(seeds);
+    const posts = container.resolve(TOKENS.postRepository);
+    const author = await aUser(container.resolve(TOKENS.userRepository));
+    const start = new Date("2026-11-22T10:00:00.000Z");
+    for (const [key, ttlMs] of [
+      ["container-test-ended", 1000],
+      ["container-test-running", 5000],
+    ] as const) {
+      const created = await posts.createIdempotently(
+        { authorId: author.id, title: key, content: "본문", createdAt: start },
+        { key, expiresAt: new Date(start.getTime() + ttlMs) },
+      );
+      expect(created.ok).toBe(true);
+    }
+    const sweep = container.resolve(TOKENS.expirySweeps).find((each) => each.name === "idempotency keys");
+
+    expect(await sweep?.deleteExpired(new Date(start.getTime() + 1000))).toBe(1);
+    expect(await sweep?.deleteExpired(new Date(start.getTime() + 1000))).toBe(0);
+    expect(await sweep?.deleteExpired(new Date(start.getTime() + 5000))).toBe(1);
   });
 
   it("keeps the HTTP adapter's login throttle when nothing overrides it", () => {

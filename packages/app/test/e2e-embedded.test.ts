@@ -6,6 +6,7 @@ import { registerAndLogIn } from "./support/register-and-log-in.js";
 import type { ListeningService } from "./support/service-process.js";
 import { runCommand, startService } from "./support/service-process.js";
 import { shutDownDuringARequest } from "./support/shut-down-during-a-request.js";
+import { walkThroughConditionalRequests } from "./support/walk-through-conditional-requests.js";
 import { walkThroughTheApi } from "./support/walk-through-the-api.js";
 
 // One data directory for the whole file, in order: PGlite's initdb costs seconds, reopening does not.
@@ -47,6 +48,11 @@ describe("the service on the embedded database (PGlite), as a real process", () 
   it("walks register → login → create → list → get → patch → delete → delete me with the contract's wire format", async () => {
     if (service === undefined) throw new Error("the service did not start");
     await walkThroughTheApi(service.url, "Z");
+  });
+
+  it("revalidates with ETags (304), refuses a stale If-Match (412), replays an idempotent retry and searches", async () => {
+    if (service === undefined) throw new Error("the service did not start");
+    await walkThroughConditionalRequests(service.url);
   });
 
   it("on SIGTERM, finishes the request in flight, refuses new connections and exits 0", async () => {

@@ -5,6 +5,7 @@ import { registerAndLogIn } from "./support/register-and-log-in.js";
 import type { ListeningService } from "./support/service-process.js";
 import { runCommand, startService, TEST_JWT_SECRET } from "./support/service-process.js";
 import { shutDownDuringARequest } from "./support/shut-down-during-a-request.js";
+import { walkThroughConditionalRequests } from "./support/walk-through-conditional-requests.js";
 import { walkThroughTheApi } from "./support/walk-through-the-api.js";
 
 // Runs whenever DATABASE_URL names a server (CI sets it when one answers); the harness then
@@ -55,6 +56,11 @@ describeOnServer(title, () => {
       expect.objectContaining({ database: "postgres", timeZone: "Asia/Seoul" }),
     );
     await walkThroughTheApi(service.url, "+09:00");
+  });
+
+  it("revalidates with ETags (304), refuses a stale If-Match (412), replays an idempotent retry and searches", async () => {
+    if (service === undefined) throw new Error("the service did not start");
+    await walkThroughConditionalRequests(service.url);
   });
 
   it("on SIGTERM, finishes the request in flight, refuses new connections and exits 0", async () => {

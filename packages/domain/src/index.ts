@@ -1,5 +1,6 @@
 export { decodeCursor, encodeCursor } from "./cursor.js";
 export type { DomainError, DomainErrorOf, FieldError } from "./errors.js";
+export { DEFAULT_IDEMPOTENCY_TTL_MS, isValidIdempotencyKey } from "./idempotency-rules.js";
 export { parseId } from "./ids.js";
 export { MESSAGES } from "./messages.js";
 export type { AttemptCount, AttemptCounter } from "./ports/attempt-counter.js";
@@ -7,7 +8,12 @@ export type { Clock } from "./ports/clock.js";
 export { systemClock } from "./ports/clock.js";
 export type { PasswordHasher } from "./ports/password-hasher.js";
 export type {
+  CreatedPost,
+  ExpectedVersions,
+  IdempotencyKey,
+  IdempotentCreateFailure,
   OwnedWriteFailure,
+  PostDeletion,
   PostPageQuery,
   PostRepository,
   PostUpdate,
@@ -38,7 +44,12 @@ export type { Dependencies } from "./use-cases/dependencies.js";
 export { getMe } from "./use-cases/get-me.js";
 export { getPost } from "./use-cases/get-post.js";
 export type { ListPostsQuery, PostPage } from "./use-cases/list-posts.js";
-export { DEFAULT_PAGE_SIZE, listPosts, MAX_PAGE_SIZE } from "./use-cases/list-posts.js";
+export {
+  DEFAULT_PAGE_SIZE,
+  listPosts,
+  MAX_PAGE_SIZE,
+  SEARCH_MAX_CODE_POINTS,
+} from "./use-cases/list-posts.js";
 export type { LoginCommand } from "./use-cases/login.js";
 export { login } from "./use-cases/login.js";
 export type { PatchPostCommand } from "./use-cases/patch-post.js";

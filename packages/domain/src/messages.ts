@@ -12,4 +12,7 @@ export const MESSAGES = {
   sizeInvalid: "size는 1 이상 100 이하의 정수여야 합니다.",
   cursorInvalid: "cursor가 올바르지 않습니다.",
   userIdInvalid: "userId는 0 이상의 정수여야 합니다.",
+  searchNotString: "검색어(q)는 문자열이어야 합니다.",
+  searchTooLong: "검색어(q)는 200자 이하로 입력해주세요.",
+  searchInvalidCharacter: "검색어(q)에 사용할 수 없는 문자가 포함되어 있습니다.",
 } as const;

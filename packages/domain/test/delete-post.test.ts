@@ -67,4 +67,65 @@ describe("deletePost", () => {
       error: { kind: "post-not-found" },
     });
   });
+
+  describe("expected versions", () => {
+    it("deletes the post when it is at an expected version", async () => {
+      const { deps, author, post } = await setUp();
+      expect(
+        await deletePost(deps, {
+          principal: principalOf(author),
+          postId: String(post.id),
+          expectedVersions: [post.updatedAt, new Date(0)],
+        }),
+      ).toStrictEqual({ ok: true, value: undefined });
+      expect(await deps.posts.findById(post.id)).toBeUndefined();
+    });
+
+    it("fails with version-mismatch, keeping the post, on a stale version or an empty list", async () => {
+      const { deps, author, post } = await setUp();
+      const moved = await deps.posts.update({
+        id: post.id,
+        authorId: author.id,
+        changes: { title: "moved on" },
+        now: new Date(post.updatedAt.getTime() + 1000),
+      });
+      for (const expectedVersions of [[post.updatedAt], []]) {
+        expect(
+          await deletePost(deps, {
+            principal: principalOf(author),
+            postId: String(post.id),
+            expectedVersions,
+          }),
+        ).toStrictEqual({ ok: false, error: { kind: "version-mismatch" } });
+      }
+      expect(await deps.posts.findById(post.id)).toStrictEqual(moved.ok ? moved.value : undefined);
+    });
+
+    it("checks existence before the version", async () => {
+      const { deps, author, post } = await setUp();
+      await deletePost(deps, { principal: principalOf(author), postId: String(post.id) });
+      for (const postId of [String(post.id), "0", "99999999999999999999"]) {
+        expect(
+          await deletePost(deps, { principal: principalOf(author), postId, expectedVersions: [] }),
+        ).toStrictEqual({
+          ok: false,
+          error: { kind: "post-not-found" },
+        });
+      }
+    });
+
+    it("checks authorship before the version, whether or not the version matches", async () => {
+      const { deps, stranger, post } = await setUp();
+      for (const expectedVersions of [[], [post.updatedAt]]) {
+        expect(
+          await deletePost(deps, {
+            principal: principalOf(stranger),
+            postId: String(post.id),
+            expectedVersions,
+          }),
+        ).toStrictEqual({ ok: false, error: { kind: "not-post-author", action: "delete" } });
+      }
+      expect(await deps.posts.findById(post.id)).toStrictEqual(post);
+    });
+  });
 });

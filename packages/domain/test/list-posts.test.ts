@@ -230,4 +230,109 @@ describe("listPosts", () => {
       expect(result.ok === false && result.error.kind).toBe("validation");
     });
   });
+
+  describe("search (q)", () => {
+    async function withTexts(texts: readonly (readonly [title: string, content: string])[]) {
+      const deps = inMemoryDependencies();
+      const author = await aUser(deps.users);
+      const posts: Post[] = [];
+      for (const [title, content] of texts) posts.push(await aPost(deps.posts, author, { title, content }));
+      return { deps, author, posts };
+    }
+    const qError = (message: string) => ({
+      ok: false,
+      error: { kind: "validation", errors: [{ field: "q", message }] },
+    });
+
+    it("keeps the posts whose title or content contains q, ignoring ASCII case, newest first", async () => {
+      const { deps, posts } = await withTexts([
+        ["Hello", "x"],
+        ["x", "y"],
+        ["x", "say HELLO"],
+        ["x", "hell"],
+      ]);
+      expect(ids((await page(deps, { q: "hello" })).posts)).toEqual([posts[2]?.id, posts[0]?.id]);
+    });
+
+    it("matches %, _ and \\ as themselves", async () => {
+      const { deps, posts } = await withTexts([
+        ["100%", "x"],
+        ["100", "a_b"],
+        ["x", "C:\\dir"],
+      ]);
+      expect(ids((await page(deps, { q: "%" })).posts)).toEqual([posts[0]?.id]);
+      expect(ids((await page(deps, { q: "_" })).posts)).toEqual([posts[1]?.id]);
+      expect(ids((await page(deps, { q: "\\" })).posts)).toEqual([posts[2]?.id]);
+    });
+
+    it("treats an empty q as no search", async () => {
+      const { deps, posts } = await withTexts([
+        ["a", "b"],
+        ["c", "d"],
+      ]);
+      expect(ids((await page(deps, { q: "" })).posts)).toEqual(ids(posts).reverse());
+    });
+
+    it("pages a search by keyset with nextCursor, combined with userId", async () => {
+      const { deps, author, posts } = await withTexts([
+        ["match 1", "x"],
+        ["other", "x"],
+        ["match 2", "x"],
+        ["match 3", "x"],
+        ["match 4", "x"],
+      ]);
+      const other = await aUser(deps.users);
+      await aPost(deps.posts, other, { title: "match by someone else" });
+      const pages = await walk(deps, { q: "MATCH", size: 2, userId: String(author.id) });
+      expect(pages.map((each) => ids(each.posts))).toEqual([
+        [posts[4]?.id, posts[3]?.id],
+        [posts[2]?.id, posts[0]?.id],
+      ]);
+      expect(pages.at(-1)?.nextCursor).toBeNull();
+    });
+
+    it("accepts a q of 200 code points, emoji counting one each", async () => {
+      const { deps, posts } = await withTexts([["😀".repeat(200), "x"]]);
+      expect(ids((await page(deps, { q: "😀".repeat(200) })).posts)).toEqual([posts[0]?.id]);
+      expect(ids((await page(deps, { q: "a".repeat(200) })).posts)).toEqual([]);
+    });
+
+    it.each([
+      ["201 ASCII characters", "a".repeat(201)],
+      ["201 emoji", "😀".repeat(201)],
+    ])("rejects a q of %s", async (_label, q) => {
+      const { deps } = await withTexts([]);
+      expect(await listPosts(deps, { q })).toStrictEqual(qError(MESSAGES.searchTooLong));
+    });
+
+    it.each([
+      ["U+0000", "a\u0000b"],
+      ["a lone surrogate", "a\ud800b"],
+    ])("rejects a q containing %s", async (_label, q) => {
+      const { deps } = await withTexts([]);
+      expect(await listPosts(deps, { q })).toStrictEqual(qError(MESSAGES.searchInvalidCharacter));
+    });
+
+    it.each([[5], [["a", "b"]], [null], [true]])("rejects q %j, which is not a string", async (q) => {
+      const { deps } = await withTexts([]);
+      expect(await listPosts(deps, { q })).toStrictEqual(qError(MESSAGES.searchNotString));
+    });
+
+    it("lists an invalid q with the other invalid parameters, even when userId names nobody", async () => {
+      const { deps } = await withTexts([]);
+      expect(await listPosts(deps, { size: "0", q: "\u0000" })).toStrictEqual({
+        ok: false,
+        error: {
+          kind: "validation",
+          errors: [
+            { field: "size", message: MESSAGES.sizeInvalid },
+            { field: "q", message: MESSAGES.searchInvalidCharacter },
+          ],
+        },
+      });
+      expect(await listPosts(deps, { userId: "0", q: "a".repeat(201) })).toStrictEqual(
+        qError(MESSAGES.searchTooLong),
+      );
+    });
+  });
 });

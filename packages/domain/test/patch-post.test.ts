@@ -290,4 +290,121 @@ describe("patchPost", () => {
       );
     });
   });
+
+  describe("expected versions", () => {
+    it("changes the post when it is at an expected version, and answers the new version", async () => {
+      const { deps, author, post } = await setUp();
+      deps.clock.advance(1000);
+      const result = await patchPost(deps, {
+        principal: principalOf(author),
+        postId: String(post.id),
+        title: "new",
+        expectedVersions: [new Date(0), post.updatedAt],
+      });
+      expect(result).toStrictEqual({
+        ok: true,
+        value: { ...post, title: "new", updatedAt: deps.clock.now() },
+      });
+    });
+
+    it("fails with version-mismatch, changing nothing, on a version the post has moved past", async () => {
+      const { deps, author, post } = await setUp();
+      const seen = post.updatedAt;
+      const moved = await patchPost(deps, {
+        principal: principalOf(author),
+        postId: String(post.id),
+        title: "1",
+      });
+      const stale = await patchPost(deps, {
+        principal: principalOf(author),
+        postId: String(post.id),
+        content: "2",
+        expectedVersions: [seen],
+      });
+      expect(stale).toStrictEqual({ ok: false, error: { kind: "version-mismatch" } });
+      expect(await deps.posts.findById(post.id)).toStrictEqual(moved.ok ? moved.value : undefined);
+    });
+
+    it("fails with version-mismatch for an empty list (a malformed precondition)", async () => {
+      const { deps, author, post } = await setUp();
+      expect(
+        await patchPost(deps, {
+          principal: principalOf(author),
+          postId: String(post.id),
+          title: "x",
+          expectedVersions: [],
+        }),
+      ).toStrictEqual({ ok: false, error: { kind: "version-mismatch" } });
+      expect(await deps.posts.findById(post.id)).toStrictEqual(post);
+    });
+
+    it("without expected versions, changes the post whatever its version", async () => {
+      const { deps, author, post } = await setUp();
+      await patchPost(deps, { principal: principalOf(author), postId: String(post.id), title: "1" });
+      expect(
+        kindOf(
+          await patchPost(deps, { principal: principalOf(author), postId: String(post.id), title: "2" }),
+        ),
+      ).toBe("ok");
+    });
+
+    it("checks both-null before the version: an empty patch with a stale version is empty-patch", async () => {
+      const { deps, author, post } = await setUp();
+      expect(
+        kindOf(
+          await patchPost(deps, {
+            principal: principalOf(author),
+            postId: String(post.id),
+            title: null,
+            expectedVersions: [],
+          }),
+        ),
+      ).toBe("empty-patch");
+    });
+
+    it("checks validation before the version", async () => {
+      const { deps, author, post } = await setUp();
+      expect(
+        kindOf(
+          await patchPost(deps, {
+            principal: principalOf(author),
+            postId: String(post.id),
+            title: " ",
+            expectedVersions: [],
+          }),
+        ),
+      ).toBe("validation");
+    });
+
+    it("checks existence before the version", async () => {
+      const { deps, author } = await setUp();
+      for (const postId of [await deletedPostId(deps, author), "99999999999999999999"]) {
+        expect(
+          kindOf(
+            await patchPost(deps, {
+              principal: principalOf(author),
+              postId,
+              title: "x",
+              expectedVersions: [],
+            }),
+          ),
+        ).toBe("post-not-found");
+      }
+    });
+
+    it("checks authorship before the version, whether or not the version matches", async () => {
+      const { deps, stranger, post } = await setUp();
+      for (const expectedVersions of [[], [post.updatedAt]]) {
+        expect(
+          await patchPost(deps, {
+            principal: principalOf(stranger),
+            postId: String(post.id),
+            title: "x",
+            expectedVersions,
+          }),
+        ).toStrictEqual({ ok: false, error: { kind: "not-post-author", action: "modify" } });
+      }
+      expect(await deps.posts.findById(post.id)).toStrictEqual(post);
+    });
+  });
 });

@@ -20,7 +20,7 @@ export type DomainErrorResponse =
   | { readonly status: number; readonly body: "empty" };
 
 /**
- * The one mapping from domain errors to HTTP (CONTRACT §2–3). Typed over every `kind`, so a
+ * The one mapping from domain errors to HTTP (CONTRACT §2–3, §7–8). Typed over every `kind`, so a
  * new kind without a row here fails to compile.
  */
 export const DOMAIN_ERROR_RESPONSES = {
@@ -33,6 +33,19 @@ export const DOMAIN_ERROR_RESPONSES = {
     status: 401,
     body: "text",
     message: error.action === "modify" ? HTTP_MESSAGES.notAuthorToModify : HTTP_MESSAGES.notAuthorToDelete,
+  }),
+  // CONTRACT §7: the If-Match named none of the post's current versions.
+  "version-mismatch": () => ({ status: 412, body: "envelope", message: HTTP_MESSAGES.preconditionFailed }),
+  "invalid-idempotency-key": () => ({
+    status: 400,
+    body: "envelope",
+    message: HTTP_MESSAGES.invalidIdempotencyKey,
+  }),
+  // CONTRACT §8: the key already stands for a post with another title or content.
+  "idempotency-key-reused": () => ({
+    status: 422,
+    body: "envelope",
+    message: HTTP_MESSAGES.idempotencyKeyReused,
   }),
   "user-gone": () => ({ status: 401, body: "error-json", message: HTTP_MESSAGES.userGone }),
   "email-taken": () => ({ status: 409, body: "envelope", message: HTTP_MESSAGES.emailTaken }),

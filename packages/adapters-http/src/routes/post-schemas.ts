@@ -1,4 +1,10 @@
-import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, type Post, TITLE_MAX_CODE_POINTS } from "@posts/domain";
+import {
+  DEFAULT_PAGE_SIZE,
+  MAX_PAGE_SIZE,
+  type Post,
+  SEARCH_MAX_CODE_POINTS,
+  TITLE_MAX_CODE_POINTS,
+} from "@posts/domain";
 import { type Static, Type } from "typebox";
 import { TimestampSchema } from "../errors/error-schemas.js";
 import type { TimestampFormatter } from "../http/timestamp-formatter.js";
@@ -39,7 +45,76 @@ export const PostPageQuerySchema = Type.Object({
   size: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_PAGE_SIZE, default: DEFAULT_PAGE_SIZE })),
   cursor: Type.Optional(Type.String({ description: "Opaque cursor from a previous page's nextCursor" })),
   userId: Type.Optional(Type.Integer({ minimum: 0, description: "Only this author's posts" })),
+  q: Type.Optional(
+    Type.String({
+      maxLength: SEARCH_MAX_CODE_POINTS,
+      description:
+        "Only posts whose title or content contains this text (ASCII case ignored; %, _ and \\ match themselves). " +
+        "At most 200 code points, no U+0000; empty = no search",
+    }),
+  ),
 });
+
+/** Request headers of GET by id and of a page. Documentation only. */
+export const ConditionalReadHeadersSchema = Type.Object({
+  "If-None-Match": Type.Optional(
+    Type.String({
+      description: "Entity tags of the copy the client holds, or *: 304 without a body when one is current",
+      examples: ['"12.mgx3k2ab.AbCdEfGh"'],
+    }),
+  ),
+});
+
+/** Request headers of PATCH and DELETE. Documentation only. */
+export const ConditionalWriteHeadersSchema = Type.Object({
+  "If-Match": Type.Optional(
+    Type.String({
+      description:
+        "Entity tags (from ETag) the post must still have, or *: otherwise 412 and nothing changes. " +
+        "Strong comparison; a malformed value matches nothing",
+      examples: ['"12.mgx3k2ab.AbCdEfGh"'],
+    }),
+  ),
+});
+
+/** Request headers of POST. Documentation only: the domain validates the key. */
+export const IdempotentCreateHeadersSchema = Type.Object({
+  "Idempotency-Key": Type.Optional(
+    Type.String({
+      minLength: 1,
+      maxLength: 255,
+      pattern: "^[\\x21-\\x7e]+$",
+      description:
+        "1 to 255 visible ASCII characters. A retry with the same key, title and content creates nothing and " +
+        "answers the first post's Location (Idempotent-Replayed: true); other title or content → 422",
+    }),
+  ),
+});
+
+/** Response headers, as OpenAPI documents them. */
+export const RESPONSE_HEADERS = {
+  strongETag: {
+    ETag: { type: "string", description: 'Strong entity tag of this version of the post ("…")' },
+  },
+  weakETag: { ETag: { type: "string", description: 'Weak entity tag of this page (W/"…")' } },
+  noCache: {
+    "Cache-Control": { type: "string", enum: ["no-cache"], description: "Revalidate before reuse" },
+  },
+  location: { Location: { type: "string", format: "uri", description: "Absolute URL of the post" } },
+  replayed: {
+    "Idempotent-Replayed": {
+      type: "string",
+      enum: ["true"],
+      description: "Present when the Idempotency-Key made this post before: nothing was created",
+    },
+  },
+  nextLink: {
+    Link: {
+      type: "string",
+      description: '<absolute URL of the next page>; rel="next", when nextCursor is not null',
+    },
+  },
+} as const;
 
 /** The `:id` path parameter. GET answers 404 and PATCH/DELETE 403 for anything but digits. */
 export const PostIdParamsSchema = Type.Object({ id: Type.String({ pattern: "^[0-9]+$" }) });

@@ -3,6 +3,7 @@ import type { FastifyRequest } from "fastify";
 import type { RouteGuards } from "../auth/route-guards.js";
 import type { SendEnvelope } from "../errors/error-envelope.js";
 import type { TimestampFormatter } from "../http/timestamp-formatter.js";
+import type { PostEntityTags } from "./post-entity-tags.js";
 
 /** What every route plugin of one app shares, built once by `buildHttpApp`. */
 export interface RouteContext {
@@ -10,6 +11,7 @@ export interface RouteContext {
   readonly format: TimestampFormatter;
   readonly sendEnvelope: SendEnvelope;
   readonly guards: RouteGuards;
+  readonly entityTags: PostEntityTags;
 }
 
 /**

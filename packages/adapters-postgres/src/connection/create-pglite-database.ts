@@ -1,5 +1,6 @@
 import { mkdir } from "node:fs/promises";
 import { PGlite } from "@electric-sql/pglite";
+import { pg_trgm } from "@electric-sql/pglite/contrib/pg_trgm";
 import { Kysely } from "kysely";
 import { PGliteDialect } from "kysely-pglite-dialect";
 import type { Database } from "../schema/database.js";
@@ -23,7 +24,8 @@ export interface PgliteDatabaseOptions {
 
 /**
  * Opens PostgreSQL embedded in this process (PGlite): a single connection, which the dialect
- * hands to one caller at a time. Reads int8 and timestamptz with this adapter's parsers.
+ * hands to one caller at a time. Reads int8 and timestamptz with this adapter's parsers, and
+ * loads the extensions the schema uses (pg_trgm).
  * An empty directory or memory costs an initdb of a few seconds; an existing directory opens
  * in about half a second.
  */
@@ -35,6 +37,8 @@ export async function createPgliteDatabase(options: PgliteDatabaseOptions = {}):
     ...(options.dataDir === undefined ? {} : { dataDir: options.dataDir }),
     ...(options.loadDataDir === undefined ? {} : { loadDataDir: options.loadDataDir }),
     parsers: { ...TYPE_PARSERS },
+    // The schema's search indexes need it (migration 0004); PGlite loads only what it is given.
+    extensions: { pg_trgm },
   });
   // Destroying the Kysely instance closes PGlite (kysely-pglite-dialect's driver does it).
   const db = new Kysely<Database>({ dialect: new PGliteDialect(pglite) });

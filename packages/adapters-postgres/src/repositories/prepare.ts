@@ -7,8 +7,11 @@ class Placeholder {
   constructor(readonly name: string) {}
 }
 
-/** Runs a statement compiled once by {@link prepare} with this execution's values. */
-export type PreparedStatement<P, Row> = (values: P) => Promise<Row[]>;
+/**
+ * Runs a statement compiled once by {@link prepare} with this execution's values, on the
+ * `Kysely` it was prepared with or, when given, on `on` (a transaction of that database).
+ */
+export type PreparedStatement<P, Row> = (values: P, on?: Kysely<Database>) => Promise<Row[]>;
 
 /**
  * Compiles a statement once and answers a function that runs it with new values, so a hot path
@@ -45,14 +48,14 @@ export function prepare<P extends object, Row>(
   const slots = compiled.parameters.map((parameter) =>
     parameter instanceof Placeholder ? { name: parameter.name } : { constant: parameter },
   );
-  return async (values) => {
+  return async (values, on = db) => {
     const parameters = slots.map((slot) => {
       if ("constant" in slot) return slot.constant;
       const value = (values as Record<string, unknown>)[slot.name];
       if (value === undefined) throw new TypeError(`prepared statement needs a value for "${slot.name}"`);
       return value;
     });
-    const result = await db.executeQuery<Row>({ ...compiled, parameters });
+    const result = await on.executeQuery<Row>({ ...compiled, parameters });
     return result.rows;
   };
 }

@@ -36,9 +36,26 @@ export interface AttemptCountsTable {
   reset_at: Timestamp;
 }
 
+/**
+ * The `idempotency_keys` table: one row per key a user created a post under, primary key
+ * `(user_id, key)`. Goes with its user (`on delete cascade`), not with its post.
+ */
+export interface IdempotencyKeysTable {
+  user_id: number;
+  /** `varchar(255)`. */
+  key: string;
+  /** The post the key made; null only inside the transaction that makes it. */
+  post_id: number | null;
+  /** SHA-256 of the title and content the key was used with; null as `post_id` is. */
+  fingerprint: Uint8Array | null;
+  /** When the key is forgotten. */
+  expires_at: Timestamp;
+}
+
 /** The schema as Kysely sees it, after every migration has run. */
 export interface Database {
   users: UsersTable;
   posts: PostsTable;
   attempt_counts: AttemptCountsTable;
+  idempotency_keys: IdempotencyKeysTable;
 }

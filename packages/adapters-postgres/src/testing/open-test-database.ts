@@ -4,6 +4,7 @@ import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { PGlite } from "@electric-sql/pglite";
+import { pg_trgm } from "@electric-sql/pglite/contrib/pg_trgm";
 import pg from "pg";
 import { createPgliteDatabase } from "../connection/create-pglite-database.js";
 import { createPostgresDatabase } from "../connection/create-postgres-database.js";
@@ -105,7 +106,8 @@ function pristineDataDir(): Promise<Blob> {
         // Not made yet, or unreadable: make it.
       }
     }
-    const pglite = await PGlite.create();
+    // With the extensions createPgliteDatabase loads, so that the copy starts as that would.
+    const pglite = await PGlite.create({ extensions: { pg_trgm } });
     let dump: Blob;
     try {
       dump = await pglite.dumpDataDir("none");

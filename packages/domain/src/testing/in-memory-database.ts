@@ -1,5 +1,10 @@
 import type {
+  CreatedPost,
+  ExpectedVersions,
+  IdempotencyKey,
+  IdempotentCreateFailure,
   OwnedWriteFailure,
+  PostDeletion,
   PostPageQuery,
   PostRepository,
   PostUpdate,
@@ -18,9 +23,18 @@ interface StoredPost {
   readonly authorId: number;
 }
 
+/** What an idempotency key remembers: the text it was used with and the post it made. */
+interface StoredKey {
+  readonly title: string;
+  readonly content: string;
+  readonly postId: number;
+  readonly expiresAt: number;
+}
+
 /**
  * Users and posts held in memory, with the same behaviour the contract suites demand of a
- * database: ids that only grow, unique emails, cascade of a user's posts, atomic updates.
+ * database: ids that only grow, unique emails, cascade of a user's posts and idempotency keys,
+ * atomic (conditional) updates, idempotent creation, search.
  * For tests and for embedding without persistence; nothing survives the process.
  */
 export class InMemoryDatabase {
@@ -28,16 +42,20 @@ export class InMemoryDatabase {
   readonly #userIdsByEmail = new Map<string, number>();
   // Insertion order is id order, which the listing relies on.
   readonly #posts = new Map<number, StoredPost>();
+  /** Idempotency keys by author, then by key. */
+  readonly #keys = new Map<number, Map<string, StoredKey>>();
   #nextUserId = 1;
   #nextPostId = 1;
 
   /** The post repository over this database. */
   readonly posts: PostRepository = {
     create: async (post) => this.#createPost(post),
+    createIdempotently: async (post, key) => this.#createIdempotently(post, key),
+    deleteExpiredIdempotencyKeys: async (now) => this.#deleteExpiredKeys(now),
     findById: async (id) => this.#findPost(id),
     listPage: async (query) => this.#listPage(query),
     update: async (update) => this.#updatePost(update),
-    delete: async (target) => this.#deletePost(target.id, target.authorId),
+    delete: async (target) => this.#deletePost(target),
   };
 
   /** The user repository over this database. */
@@ -65,6 +83,7 @@ export class InMemoryDatabase {
     if (user === undefined) return false;
     this.#users.delete(id);
     this.#userIdsByEmail.delete(user.email.toLowerCase());
+    this.#keys.delete(id);
     for (const [postId, post] of this.#posts) {
       if (post.authorId === id) this.#posts.delete(postId);
     }
@@ -85,6 +104,42 @@ export class InMemoryDatabase {
     return this.#toPost(stored);
   }
 
+  #createIdempotently(post: NewPost, key: IdempotencyKey): Result<CreatedPost, IdempotentCreateFailure> {
+    if (!this.#users.has(post.authorId)) return err("author-gone");
+    let keys = this.#keys.get(post.authorId);
+    const used = keys?.get(key.key);
+    if (used !== undefined && used.expiresAt > post.createdAt.getTime()) {
+      return used.title === post.title && used.content === post.content
+        ? ok({ id: used.postId, replayed: true })
+        : err("key-reused");
+    }
+    const created = this.#createPost(post) as Post;
+    if (keys === undefined) {
+      keys = new Map();
+      this.#keys.set(post.authorId, keys);
+    }
+    keys.set(key.key, {
+      title: post.title,
+      content: post.content,
+      postId: created.id,
+      expiresAt: key.expiresAt.getTime(),
+    });
+    return ok({ id: created.id, replayed: false });
+  }
+
+  #deleteExpiredKeys(now: Date): number {
+    let forgotten = 0;
+    for (const [authorId, keys] of this.#keys) {
+      for (const [key, stored] of keys) {
+        if (stored.expiresAt > now.getTime()) continue;
+        keys.delete(key);
+        forgotten++;
+      }
+      if (keys.size === 0) this.#keys.delete(authorId);
+    }
+    return forgotten;
+  }
+
   #findPost(id: number): Post | undefined {
     const stored = this.#posts.get(id);
     return stored === undefined ? undefined : this.#toPost(stored);
@@ -97,6 +152,7 @@ export class InMemoryDatabase {
       const stored = this.#posts.get(ids[i] as number) as StoredPost;
       if (query.beforeId !== undefined && stored.id >= query.beforeId) continue;
       if (query.authorId !== undefined && stored.authorId !== query.authorId) continue;
+      if (query.search !== undefined && !matches(stored, query.search)) continue;
       page.push(this.#toPost(stored));
     }
     return page;
@@ -106,6 +162,7 @@ export class InMemoryDatabase {
     const stored = this.#posts.get(update.id);
     if (stored === undefined) return err("not-found");
     if (stored.authorId !== update.authorId) return err("not-author");
+    if (!isExpectedVersion(stored, update.expectedVersions)) return err("version-mismatch");
     if (update.changes.title !== undefined) stored.title = update.changes.title;
     if (update.changes.content !== undefined) stored.content = update.changes.content;
     // A copy: nextUpdatedAt may answer the caller's own `now`, which the caller could mutate later.
@@ -113,11 +170,12 @@ export class InMemoryDatabase {
     return ok(this.#toPost(stored));
   }
 
-  #deletePost(id: number, authorId: number): Result<void, OwnedWriteFailure> {
-    const stored = this.#posts.get(id);
+  #deletePost(target: PostDeletion): Result<void, OwnedWriteFailure> {
+    const stored = this.#posts.get(target.id);
     if (stored === undefined) return err("not-found");
-    if (stored.authorId !== authorId) return err("not-author");
-    this.#posts.delete(id);
+    if (stored.authorId !== target.authorId) return err("not-author");
+    if (!isExpectedVersion(stored, target.expectedVersions)) return err("version-mismatch");
+    this.#posts.delete(target.id);
     return ok(undefined);
   }
 
@@ -133,4 +191,18 @@ export class InMemoryDatabase {
       author: { id: author.id, email: author.email },
     };
   }
+}
+
+function isExpectedVersion(stored: StoredPost, expected: ExpectedVersions | undefined): boolean {
+  return (
+    expected === undefined || expected.some((version) => version.getTime() === stored.updatedAt.getTime())
+  );
+}
+
+// Only ASCII letters fold, as PostgreSQL's ILIKE does in the C locale; everything else matches as is.
+const foldAscii = (text: string) => text.replace(/[A-Z]+/g, (letters) => letters.toLowerCase());
+
+function matches(stored: StoredPost, search: string): boolean {
+  const folded = foldAscii(search);
+  return foldAscii(stored.title).includes(folded) || foldAscii(stored.content).includes(folded);
 }

@@ -1,7 +1,10 @@
 import { describe, expect, it } from "vitest";
 import type { Post } from "../post.js";
 import { aPost, aUser } from "./builders.js";
+import { conditionalWritesContract } from "./conditional-writes-contract.js";
+import { idempotentCreateContract } from "./idempotent-create-contract.js";
 import type { OpenRepositories, RepositoryContractOptions } from "./repository-fixture.js";
+import { searchContract } from "./search-contract.js";
 import { useRepositoryFixture } from "./use-repository-fixture.js";
 
 const CREATED_AT = new Date("2026-11-22T10:15:30.123Z");
@@ -55,7 +58,10 @@ const ids = (posts: readonly Post[]) => posts.map((post) => post.id);
  * listing with limit, exclusive `beforeId` and author filter; keyset walks that neither skip
  * nor repeat while posts are created; partial updates; the `updatedAt` rule of
  * `nextUpdatedAt`; concurrent updates of different fields; not-found before
- * not-author on update and delete.
+ * not-author on update and delete; then conditional writes (expected versions, checked last and
+ * atomically), idempotent creation (replays, reused keys, keys per author, concurrency, expiry,
+ * the sweep, keys gone with their user) and search (case, Korean, emoji, `%`, `_`, `\`, with the
+ * other filters and cursors), in files of their own.
  */
 export function postRepositoryContract(
   name: string,
@@ -579,5 +585,10 @@ export function postRepositoryContract(
         expect(await stored(post.id)).toStrictEqual(post);
       });
     });
+
+    const context = { fixture, test, newAuthor, newPost };
+    conditionalWritesContract(context);
+    idempotentCreateContract(context);
+    searchContract(context);
   });
 }

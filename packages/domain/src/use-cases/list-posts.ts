@@ -3,6 +3,7 @@ import type { DomainErrorOf, FieldError } from "../errors.js";
 import { parseId } from "../ids.js";
 import { MESSAGES } from "../messages.js";
 import type { Post } from "../post.js";
+import { codePointLength } from "../post-rules.js";
 import { err, ok, type Result } from "../result.js";
 import type { Dependencies } from "./dependencies.js";
 
@@ -10,6 +11,8 @@ import type { Dependencies } from "./dependencies.js";
 export const DEFAULT_PAGE_SIZE = 20;
 /** Largest page a client may ask for. */
 export const MAX_PAGE_SIZE = 100;
+/** Longest search text, in Unicode code points. */
+export const SEARCH_MAX_CODE_POINTS = 200;
 
 const DIGITS = /^[0-9]+$/;
 
@@ -18,6 +21,8 @@ export interface ListPostsQuery {
   readonly size?: unknown;
   readonly cursor?: unknown;
   readonly userId?: unknown;
+  /** Search text (see {@link listPosts}); the empty string is the same as none. */
+  readonly q?: unknown;
 }
 
 /** One page of posts, newest first. */
@@ -37,13 +42,30 @@ function readSize(raw: unknown): number | undefined {
     : undefined;
 }
 
+/** The search text of `raw`, `""` for none, or the message of the rule it breaks. */
+function readSearch(raw: unknown): { readonly search: string } | { readonly problem: string } {
+  if (raw === undefined) return { search: "" };
+  if (typeof raw !== "string") return { problem: MESSAGES.searchNotString };
+  // A lone surrogate cannot travel to PostgreSQL unchanged, so it could never match as written.
+  if (raw.includes("\u0000") || !raw.isWellFormed()) return { problem: MESSAGES.searchInvalidCharacter };
+  // UTF-16 length bounds the code point count from above: only long strings need counting.
+  if (raw.length > SEARCH_MAX_CODE_POINTS && codePointLength(raw) > SEARCH_MAX_CODE_POINTS) {
+    return { problem: MESSAGES.searchTooLong };
+  }
+  return { search: raw };
+}
+
 /**
  * Lists posts newest first (id descending), one keyset page at a time: the cursor names the
  * last post seen, so a page costs the same at any depth and a walk visits every post that
  * existed when it started exactly once, even while posts are being created. `size` is an
  * integer from 1 to 100 (default 20); `userId`, when given (digits, or a non-negative integer
  * number), keeps one author's posts, and one that names nobody (zero, beyond the ids there can
- * be) gives an empty page. Every invalid parameter is listed in "validation".
+ * be) gives an empty page. `q`, when not empty, keeps the posts whose title or content contains
+ * it as a substring, ignoring the case of ASCII letters, every character matching itself (`%`,
+ * `_` and `\` are no wildcards): a string of at most 200 code points without U+0000 or a lone
+ * surrogate. Filters combine, and search pages are keyset pages like the others. Every invalid
+ * parameter is listed in "validation".
  */
 export async function listPosts(
   deps: Pick<Dependencies, "posts">,
@@ -79,7 +101,12 @@ export async function listPosts(
     }
   }
 
-  if (errors.length > 0 || size === undefined) return err({ kind: "validation", errors });
+  const searched = readSearch(query.q);
+  if ("problem" in searched) errors.push({ field: "q", message: searched.problem });
+
+  if (errors.length > 0 || size === undefined || "problem" in searched) {
+    return err({ kind: "validation", errors });
+  }
   if (nobody) return ok({ posts: [], size, nextCursor: null });
 
   // One extra row tells whether an older post follows, so there is never a trailing empty page.
@@ -87,6 +114,7 @@ export async function listPosts(
     limit: size + 1,
     ...(beforeId === undefined ? {} : { beforeId }),
     ...(authorId === undefined ? {} : { authorId }),
+    ...(searched.search === "" ? {} : { search: searched.search }),
   });
   const posts = rows.length > size ? rows.slice(0, size) : rows;
   const last = posts.at(-1);

@@ -1,10 +1,12 @@
 import type { DomainErrorOf, FieldError } from "../errors.js";
 import { parseId } from "../ids.js";
+import type { ExpectedVersions } from "../ports/post-repository.js";
 import type { Post, PostChanges } from "../post.js";
 import { checkContent, checkTitle } from "../post-rules.js";
 import type { Principal } from "../principal.js";
 import { err, ok, type Result } from "../result.js";
 import type { Dependencies } from "./dependencies.js";
+import { ownedWriteError } from "./owned-write-error.js";
 
 /** Input of {@link patchPost}; `null` and absent fields both mean "leave unchanged". */
 export interface PatchPostCommand {
@@ -13,19 +15,31 @@ export interface PatchPostCommand {
   readonly postId: string;
   readonly title?: unknown;
   readonly content?: unknown;
+  /**
+   * The versions (`updatedAt` instants) of the post the client last saw: the change happens
+   * only if the post is still at one of them. Absent: unconditional. An empty list matches
+   * nothing (what a malformed precondition amounts to).
+   */
+  readonly expectedVersions?: ExpectedVersions;
 }
 
 /**
  * Changes the title and/or content of the principal's own post. Checks, in order:
  * neither field present → "empty-patch"; a present field invalid → "validation" (every
  * failing field listed); no such post (including an id beyond 64 bits) → "post-not-found";
- * someone else's post → "not-post-author". Only present fields change, atomically, and
- * updatedAt moves strictly forward.
+ * someone else's post → "not-post-author"; `expectedVersions` given and the post's current
+ * version none of them → "version-mismatch". Only present fields change, atomically with the
+ * version check, and updatedAt (the new version) moves strictly forward.
  */
 export async function patchPost(
   deps: Pick<Dependencies, "posts" | "clock">,
   command: PatchPostCommand,
-): Promise<Result<Post, DomainErrorOf<"empty-patch" | "validation" | "post-not-found" | "not-post-author">>> {
+): Promise<
+  Result<
+    Post,
+    DomainErrorOf<"empty-patch" | "validation" | "post-not-found" | "not-post-author" | "version-mismatch">
+  >
+> {
   const hasTitle = command.title !== undefined && command.title !== null;
   const hasContent = command.content !== undefined && command.content !== null;
   if (!hasTitle && !hasContent) return err({ kind: "empty-patch" });
@@ -52,9 +66,7 @@ export async function patchPost(
     authorId: command.principal.userId,
     changes: changes satisfies PostChanges,
     now: deps.clock.now(),
+    ...(command.expectedVersions === undefined ? {} : { expectedVersions: command.expectedVersions }),
   });
-  if (updated.ok) return ok(updated.value);
-  return updated.error === "not-found"
-    ? err({ kind: "post-not-found" })
-    : err({ kind: "not-post-author", action: "modify" });
+  return updated.ok ? ok(updated.value) : err(ownedWriteError(updated.error, "modify"));
 }

@@ -1,0 +1,20 @@
+import type { Post } from "../post.js";
+import type { User } from "../user.js";
+import type { RepositoryFixture } from "./repository-fixture.js";
+
+/**
+ * What the parts of the post repository contract share: the open fixture and helpers bound to
+ * it. Internal to the contract suites.
+ */
+export interface PostContractContext {
+  readonly fixture: () => RepositoryFixture;
+  /** Registers a test with the suite's time limit. */
+  readonly test: (title: string, body: () => Promise<void>) => void;
+  /** Stores a user with a fresh email. */
+  readonly newAuthor: () => Promise<User>;
+  /** Stores a post by `author`. */
+  readonly newPost: (
+    author: { readonly id: number },
+    overrides?: { title?: string; content?: string; createdAt?: Date },
+  ) => Promise<Post>;
+}
