@@ -114,6 +114,41 @@ describe("deletePost", () => {
       }
     });
 
+    it("tells writers racing with a deletion that their version is stale, not that the post is missing", async () => {
+      const { deps, author, post } = await setUp();
+      const sameTag = {
+        principal: principalOf(author),
+        postId: String(post.id),
+        expectedVersions: [post.updatedAt],
+      };
+      const answers = await Promise.all([
+        deletePost(deps, sameTag),
+        deletePost(deps, sameTag),
+        deletePost(deps, sameTag),
+      ]);
+
+      expect(answers.filter((answer) => answer.ok)).toHaveLength(1);
+      expect(answers.filter((answer) => !answer.ok)).toStrictEqual([
+        { ok: false, error: { kind: "version-mismatch" } },
+        { ok: false, error: { kind: "version-mismatch" } },
+      ]);
+      // The same request once more, sequentially: the post is gone since the version named.
+      expect(await deletePost(deps, sameTag)).toStrictEqual({
+        ok: false,
+        error: { kind: "version-mismatch" },
+      });
+      // Without a version, or with none that could be this post's, a missing post is missing.
+      for (const expectedVersions of [undefined, []]) {
+        expect(
+          await deletePost(deps, {
+            principal: principalOf(author),
+            postId: String(post.id),
+            ...(expectedVersions === undefined ? {} : { expectedVersions }),
+          }),
+        ).toStrictEqual({ ok: false, error: { kind: "post-not-found" } });
+      }
+    });
+
     it("checks authorship before the version, whether or not the version matches", async () => {
       const { deps, stranger, post } = await setUp();
       for (const expectedVersions of [[], [post.updatedAt]]) {

@@ -376,6 +376,23 @@ describe("patchPost", () => {
       ).toBe("validation");
     });
 
+    it("answers version-mismatch to a client naming a version of a post deleted since", async () => {
+      const { deps, author } = await setUp();
+      const post = await aPost(deps.posts, author);
+      await deps.posts.delete({ id: post.id, authorId: author.id });
+      const patch = (expectedVersions?: readonly Date[]) =>
+        patchPost(deps, {
+          principal: principalOf(author),
+          postId: String(post.id),
+          title: "x",
+          ...(expectedVersions === undefined ? {} : { expectedVersions }),
+        });
+
+      expect(kindOf(await patch([post.updatedAt]))).toBe("version-mismatch");
+      expect(kindOf(await patch([]))).toBe("post-not-found");
+      expect(kindOf(await patch())).toBe("post-not-found");
+    });
+
     it("checks existence before the version", async () => {
       const { deps, author } = await setUp();
       for (const postId of [await deletedPostId(deps, author), "99999999999999999999"]) {

@@ -142,6 +142,93 @@ describeOnPostgres("three instances on one PostgreSQL database, behind a round-r
     }
   });
 
+  /** The same request sent at once to every instance. */
+  const onEveryInstance = (path: string, init: (instance: number) => RequestInit) =>
+    Promise.all(cluster().instances.map((_, instance) => client().fetchOn(instance, path, init(instance))));
+  const withHeaders = (init: RequestInit, headers: Record<string, string>): RequestInit => ({
+    ...init,
+    headers: { ...(init.headers as Record<string, string>), ...headers },
+  });
+  const createPost = async (token: string) => {
+    const created = await client().fetch(
+      "/api/v1/posts",
+      jsonRequest("POST", { title: "t", content: "c" }, token),
+    );
+    expect(created.response.status).toBe(201);
+    return postPath(idFromLocation(created.response.headers.get("location")));
+  };
+
+  it("creates one post for one Idempotency-Key sent at once to every instance, and all answer its Location", async () => {
+    const user = await signUpThrough(client());
+    const body = { title: "once", content: "only once" };
+    for (let round = 0; round < 5; round++) {
+      const key = `cluster-key-${round}-${user.id}`;
+      const answers = await onEveryInstance("/api/v1/posts", () =>
+        withHeaders(jsonRequest("POST", body, user.token), { "idempotency-key": key }),
+      );
+
+      expect(answers.map(({ response }) => response.status)).toEqual([201, 201, 201]);
+      // Each instance names itself in the absolute Location (behind a balancer they share a host): one post.
+      const ids = new Set(answers.map(({ response }) => idFromLocation(response.headers.get("location"))));
+      expect(ids.size).toBe(1);
+      expect(
+        answers.filter(({ response }) => response.headers.get("idempotent-replayed") === "true"),
+      ).toHaveLength(2);
+    }
+    const page = await client().fetch(`/api/v1/posts?userId=${user.id}&size=100`);
+    expect(((await page.response.json()) as { content: unknown[] }).content).toHaveLength(5);
+  });
+
+  it("lets exactly one PATCH and one DELETE through when the same If-Match tag reaches every instance at once", async () => {
+    const user = await signUpThrough(client());
+    for (let round = 0; round < 5; round++) {
+      const path = await createPost(user.token);
+      const tag = (await client().fetch(path)).response.headers.get("etag") ?? "";
+      const patches = await onEveryInstance(path, (instance) =>
+        withHeaders(jsonRequest("PATCH", { title: `by instance ${instance}` }, user.token), {
+          "if-match": tag,
+        }),
+      );
+      expect(patches.map(({ response }) => response.status).sort()).toEqual([200, 412, 412]);
+      const winner = patches.find(({ response }) => response.status === 200);
+      const stored = (await (await client().fetch(path)).response.json()) as PostJson;
+      expect(stored.title).toBe(`by instance ${winner?.instance}`);
+
+      const current = winner?.response.headers.get("etag") ?? "";
+      const deletions = await onEveryInstance(path, () => ({
+        method: "DELETE",
+        headers: { "x-auth-token": user.token, "if-match": current },
+      }));
+      expect(deletions.map(({ response }) => response.status).sort()).toEqual([204, 412, 412]);
+      expect((await client().fetch(path)).response.status).toBe(404);
+    }
+  });
+
+  it("revalidates on every instance an entity tag that another instance gave", async () => {
+    const user = await signUpThrough(client());
+    const path = await createPost(user.token);
+    const first = await client().fetch(path);
+    const tag = first.response.headers.get("etag") ?? "";
+    expect(tag).toMatch(/^"[^"]+"$/);
+    const page = await client().fetch(`/api/v1/posts?userId=${user.id}`);
+    const pageTag = page.response.headers.get("etag") ?? "";
+    expect(pageTag).toMatch(/^W\/"[^"]+"$/);
+
+    const revalidations = await onEveryInstance(path, () => ({ headers: { "if-none-match": tag } }));
+    expect(revalidations.map(({ response }) => response.status)).toEqual([304, 304, 304]);
+    expect(revalidations.map(({ response }) => response.headers.get("etag"))).toEqual([tag, tag, tag]);
+    const pages = await onEveryInstance(`/api/v1/posts?userId=${user.id}`, () => ({
+      headers: { "if-none-match": pageTag },
+    }));
+    expect(pages.map(({ response }) => response.status)).toEqual([304, 304, 304]);
+
+    // A change made through one instance is seen by the others: the old tag no longer revalidates.
+    await client().fetch(path, jsonRequest("PATCH", { content: "changed" }, user.token));
+    const after = await onEveryInstance(path, () => ({ headers: { "if-none-match": tag } }));
+    expect(after.map(({ response }) => response.status)).toEqual([200, 200, 200]);
+    expect(new Set(after.map(({ response }) => response.headers.get("etag"))).size).toBe(1);
+  });
+
   // Last: it stops an instance.
   it("SIGTERM to one instance under a steady stream of POSTs: no acknowledged write is lost, the others keep answering", async () => {
     const { instances, database } = cluster();

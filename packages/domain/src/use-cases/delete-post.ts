@@ -24,6 +24,8 @@ export interface DeletePostCommand {
  * 64 bits) → "post-not-found"; someone else's post → "not-post-author"; `expectedVersions`
  * given and the post's current version none of them → "version-mismatch". The check of the
  * version and the deletion are one atomic step.
+ * A post that is gone while the client names versions of it has changed since they saw it:
+ * "version-mismatch", so that writers racing with a deletion all learn that their version is stale.
  */
 export async function deletePost(
   deps: Pick<Dependencies, "posts">,
@@ -37,5 +39,5 @@ export async function deletePost(
     authorId: command.principal.userId,
     ...(command.expectedVersions === undefined ? {} : { expectedVersions: command.expectedVersions }),
   });
-  return deleted.ok ? ok(undefined) : err(ownedWriteError(deleted.error, "delete"));
+  return deleted.ok ? ok(undefined) : err(ownedWriteError(deleted.error, "delete", command.expectedVersions));
 }

@@ -30,6 +30,8 @@ export interface PatchPostCommand {
  * someone else's post → "not-post-author"; `expectedVersions` given and the post's current
  * version none of them → "version-mismatch". Only present fields change, atomically with the
  * version check, and updatedAt (the new version) moves strictly forward.
+ * A post that is gone while the client names versions of it has changed since they saw it:
+ * "version-mismatch", so that writers racing with a deletion all learn that their version is stale.
  */
 export async function patchPost(
   deps: Pick<Dependencies, "posts" | "clock">,
@@ -68,5 +70,7 @@ export async function patchPost(
     now: deps.clock.now(),
     ...(command.expectedVersions === undefined ? {} : { expectedVersions: command.expectedVersions }),
   });
-  return updated.ok ? ok(updated.value) : err(ownedWriteError(updated.error, "modify"));
+  return updated.ok
+    ? ok(updated.value)
+    : err(ownedWriteError(updated.error, "modify", command.expectedVersions));
 }
