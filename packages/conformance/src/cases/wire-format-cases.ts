@@ -86,8 +86,21 @@ export const wireFormatCases: readonly ConformanceCase[] = [
         );
         previous = patched.updatedAt;
       }
+      // Two at once land in the same millisecond more often than not; each still moves updatedAt on.
+      const racers = await Promise.all(
+        ["a", "b"].map((racer) =>
+          api.patch(`${POSTS}/${id}`, { token: writer.token, json: { title: racer } }),
+        ),
+      );
+      const stamps = racers.map((reply) => expectPostReply(reply).updatedAt).sort();
+      expectThat(
+        (stamps[0] as string) > previous && stamps[0] !== stamps[1],
+        "updatedAt of two concurrent PATCHes",
+        `two different values, both later than ${previous}`,
+        stamps,
+      );
       const read = expectPostReply(await api.get(`${POSTS}/${id}`));
-      expectEqual(read.updatedAt, previous, "GET after the PATCHes: updatedAt");
+      expectEqual(read.updatedAt, stamps[1], "GET after the PATCHes: updatedAt (the later one)");
       expectEqual(read.createdAt, created.createdAt, "GET after the PATCHes: createdAt");
     },
   },

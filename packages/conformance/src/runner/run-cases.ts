@@ -28,6 +28,13 @@ export interface RunContext {
 
 const CASE_TIMEOUT_MS = 180_000;
 
+// Why a runner of our own rather than node:test: the suite ships as a command that must end with
+// exactly one line "N passed, M failed[, K skipped]", list each skipped case with its reason, and
+// print a failure as what was checked, expected and got. node:test's run() loads test files in
+// child processes and its reporters print their own summaries, so we would rewrite its output
+// anyway; a sequential loop over plain objects is about sixty lines and keeps the order, the
+// shared fixture and the final cleanup obvious.
+
 /** The closing line: `N passed, M failed`, with `, K skipped` when cases were skipped. */
 export function summaryLine(report: ConformanceReport): string {
   const skipped = report.skipped.length;
