@@ -2,7 +2,7 @@ import type { ApiClient } from "../http/api-client.js";
 import type { CaseContext, ConformanceCase } from "../runner/conformance-case.js";
 import { expectEmpty, expectEnvelope, expectErrorJson, expectStatus } from "../support/expectations.js";
 import { LOGIN, POSTS, USER } from "../support/fixture.js";
-import { type Claims, handMadeToken, TokenForge } from "../support/token-forge.js";
+import { type Claims, handMadeToken, INVALID_TOKEN, TokenForge } from "../support/token-forge.js";
 import { expectPageReply, expectPostReply, expectUserReply } from "../support/wire-shapes.js";
 
 const section = "§4 Authentication";
@@ -44,7 +44,7 @@ export const authenticationCases: readonly ConformanceCase[] = [
     name: "an invalid token on ANY path → 401 application/json; charset=utf-8 with exactly one property, error",
     async run({ api, fixture }) {
       const writer = await fixture.shared("writer");
-      const token = "not-a-jwt";
+      const token = INVALID_TOKEN;
       const replies = [
         await api.get(POSTS, { token }),
         await api.get(`${POSTS}/1`, { token }),

@@ -11,6 +11,7 @@ import {
   TIMESTAMP,
 } from "../support/expectations.js";
 import { LOGIN, POSTS, USER } from "../support/fixture.js";
+import { INVALID_TOKEN } from "../support/token-forge.js";
 
 const section = "§5 Generic errors";
 
@@ -176,7 +177,7 @@ export const genericErrorCases: readonly ConformanceCase[] = [
   earlyAnswer("invalid token", 401, "error", async () => ({
     method: "POST",
     path: POSTS,
-    headers: { "Content-Type": "application/json", "X-AUTH-TOKEN": "not-a-jwt" },
+    headers: { "Content-Type": "application/json", "X-AUTH-TOKEN": INVALID_TOKEN },
   })),
   earlyAnswer("no token", 403, "envelope", async () => ({
     method: "POST",

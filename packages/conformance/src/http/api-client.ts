@@ -34,6 +34,7 @@ const REQUEST_TIMEOUT_MS = 60_000;
 export class ApiClient {
   readonly #origin: URL;
 
+  /** `origin`: scheme, host and port of the deployment. */
   constructor(origin: URL) {
     this.#origin = origin;
   }
@@ -83,18 +84,22 @@ export class ApiClient {
     };
   }
 
+  /** `GET` {@link ApiClient.request}. */
   get(path: string, options?: RequestOptions): Promise<Reply> {
     return this.request("GET", path, options);
   }
 
+  /** `POST` {@link ApiClient.request}. */
   post(path: string, options?: RequestOptions): Promise<Reply> {
     return this.request("POST", path, options);
   }
 
+  /** `PATCH` {@link ApiClient.request}. */
   patch(path: string, options?: RequestOptions): Promise<Reply> {
     return this.request("PATCH", path, options);
   }
 
+  /** `DELETE` {@link ApiClient.request}. */
   delete(path: string, options?: RequestOptions): Promise<Reply> {
     return this.request("DELETE", path, options);
   }

@@ -8,7 +8,7 @@ export const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}$/;
 /** Content type of every JSON error and of validation envelopes (§2, §4, §5). */
 export const JSON_UTF8 = "application/json; charset=utf-8";
 /** Content type of the 404 and 401 texts of the posts endpoints (§2). */
-export const TEXT_UTF8 = "text/plain; charset=utf-8";
+const TEXT_UTF8 = "text/plain; charset=utf-8";
 /** The properties an error envelope may have (§5). */
 const ENVELOPE_KEYS = new Set(["timestamp", "status", "error", "path", "message", "errors"]);
 

@@ -1,6 +1,5 @@
 import type { Reply } from "../http/api-client.js";
 import {
-  expectEqual,
   expectHeader,
   expectKeys,
   expectStatus,
@@ -147,11 +146,4 @@ export function postIdOfLocation(reply: Reply): number {
     location,
   );
   return Number((match as RegExpExecArray)[1]);
-}
-
-/** Fails unless the two values are equal; for the post a GET answers after a write. */
-export function expectSamePost(actual: PostJson, expected: Partial<PostJson>, what: string): void {
-  for (const [key, value] of Object.entries(expected)) {
-    expectEqual(actual[key as keyof PostJson], value, `${what}.${key}`);
-  }
 }
