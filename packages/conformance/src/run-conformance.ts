@@ -1,6 +1,7 @@
 import { allCases } from "./cases/all-cases.js";
 import { ApiClient } from "./http/api-client.js";
 import type { ConformanceOptions } from "./parse-arguments.js";
+import { Mismatch } from "./runner/mismatch.js";
 import { type ConformanceReport, runCases, summaryLine } from "./runner/run-cases.js";
 import { Fixture } from "./support/fixture.js";
 import { TokenForge } from "./support/token-forge.js";
@@ -15,8 +16,9 @@ export interface RunConformanceIo {
 
 /**
  * Runs every case against the deployment at `options.baseUrl`, one at a time, then deletes the
- * users the run made (which removes their posts), and writes the summary line last. Resolves
- * with the counts; never rejects for a failing case.
+ * users the run made (which removes their posts), and writes the summary line last. When the
+ * deployment does not answer at all, that is one failure and no case runs. Resolves with the
+ * counts; never rejects for a failing case.
  */
 export async function runConformance(
   options: ConformanceOptions,
@@ -27,6 +29,16 @@ export async function runConformance(
   const forge =
     options.jwtSecret === undefined ? undefined : new TokenForge(options.jwtSecret, options.jwtIssuer);
   io.write(`posts conformance against ${options.baseUrl.origin}`);
+  // One clear line rather than a hundred identical failures when nothing answers there.
+  try {
+    await api.get("/api/v1/posts?size=1");
+  } catch (error) {
+    const report: ConformanceReport = { passed: 0, failed: 1, skipped: [] };
+    io.write(`\nThe deployment does not answer: ${error instanceof Mismatch ? error.actual : String(error)}`);
+    io.write("");
+    io.write(summaryLine(report));
+    return report;
+  }
   let report: ConformanceReport;
   try {
     report = await runCases(allCases, {
