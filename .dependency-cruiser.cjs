@@ -43,6 +43,14 @@ module.exports = {
       to: { path: "^packages/[^/]+/src/testing/" },
     },
     {
+      name: "conformance-speaks-only-http",
+      comment:
+        "The conformance suite is a black box: it reaches the service over HTTP only and imports no package of ours.",
+      severity: "error",
+      from: { path: "^packages/conformance/" },
+      to: { path: "^(packages|bench)/", pathNot: "^packages/conformance/" },
+    },
+    {
       name: "everything-resolves",
       comment:
         "An import that does not resolve would slip past every rule above (e.g. an undeclared package).",

@@ -9,7 +9,7 @@ import { routeGuards } from "./auth/route-guards.js";
 import { clientErrorHandler } from "./errors/client-error-handler.js";
 import { envelopeBuilder, envelopeSender } from "./errors/error-envelope.js";
 import { errorHandler } from "./errors/error-handler.js";
-import { notFoundHandler } from "./errors/not-found-handler.js";
+import { notFoundBeforeBody, notFoundHandler } from "./errors/not-found-handler.js";
 import { gracefulClose } from "./http/graceful-close.js";
 import { jsonObjectValidatorCompiler } from "./http/json-object-validator-compiler.js";
 import { helmetHeaders, securityHeaders } from "./http/security-headers.js";
@@ -102,6 +102,7 @@ export async function buildHttpApp(options: HttpAppOptions): Promise<FastifyInst
     store: attemptCounterStore(options.attemptCounter, () => options.deps.clock.now()),
   });
   await app.register(authentication, options.jwt);
+  app.addHook("onRequest", notFoundBeforeBody(app, sendEnvelope));
   // Before every route: @fastify/swagger collects routes as they are added.
   await app.register(openApi);
   if (options.metrics !== false) await app.register(metrics, { poolStats: options.poolStats });

@@ -37,6 +37,39 @@ describe("generic errors", () => {
       }
     });
 
+    it("decides 404 and 405 before the body: malformed, over the limit or not JSON, it is not read", async () => {
+      const bodies = [
+        ['{"title": ', "application/json"],
+        ["x".repeat(128 * 1024), "application/json"],
+        ["<html/>", "text/html"],
+      ] as const;
+      for (const [payload, type] of bodies) {
+        const unknown = await t().app.inject({
+          method: "POST",
+          url: "/api/v1/does-not-exist",
+          headers: { "content-type": type },
+          payload,
+        });
+        expectEnvelope(unknown, 404, "/api/v1/does-not-exist");
+        const unhandled = await t().app.inject({
+          method: "PUT",
+          url: "/api/v1/posts",
+          headers: { "content-type": type },
+          payload,
+        });
+        expectEnvelope(unhandled, 405, "/api/v1/posts");
+        expect(unhandled.headers.allow).toBe("GET, HEAD, POST");
+      }
+      // An invalid token is refused first, on every path (CONTRACT §4).
+      const withBadToken = await t().app.inject({
+        method: "POST",
+        url: "/api/v1/does-not-exist",
+        headers: { "content-type": "application/json", "x-auth-token": "not.a.token" },
+        payload: '{"title": ',
+      });
+      expect(withBadToken.statusCode).toBe(401);
+    });
+
     it("answers 400 envelope for a URL that cannot be decoded", async () => {
       expectEnvelope(
         await t().app.inject({ method: "GET", url: "/api/v1/posts/%E0%A4%A" }),
