@@ -12,6 +12,7 @@ import { errorHandler } from "./errors/error-handler.js";
 import { notFoundBeforeBody, notFoundHandler } from "./errors/not-found-handler.js";
 import { gracefulClose } from "./http/graceful-close.js";
 import { jsonObjectValidatorCompiler } from "./http/json-object-validator-compiler.js";
+import { lingeringClose } from "./http/lingering-close.js";
 import { helmetHeaders, securityHeaders } from "./http/security-headers.js";
 import { useStrictUtf8JsonParser } from "./http/strict-utf8-json-parser.js";
 import { timestampFormatter } from "./http/timestamp-formatter.js";
@@ -84,6 +85,7 @@ export async function buildHttpApp(options: HttpAppOptions): Promise<FastifyInst
   app.setErrorHandler(handleError);
   app.setNotFoundHandler(notFoundHandler(app, sendEnvelope));
 
+  await app.register(lingeringClose, { bodyLimit: options.bodyLimit });
   await app.register(securityHeaders);
   if (options.corsOrigins !== undefined && options.corsOrigins.length > 0) {
     await app.register(cors, {
