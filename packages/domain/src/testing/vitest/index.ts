@@ -3,11 +3,11 @@ export {
   type AttemptCounterFixture,
   attemptCounterContract,
   type OpenAttemptCounter,
-} from "../attempt-counter-contract.js";
-export { postRepositoryContract } from "../post-repository-contract.js";
+} from "./attempt-counter-contract.js";
+export { postRepositoryContract } from "./post-repository-contract.js";
 export type {
   OpenRepositories,
   RepositoryContractOptions,
   RepositoryFixture,
-} from "../repository-fixture.js";
-export { userRepositoryContract } from "../user-repository-contract.js";
+} from "./repository-fixture.js";
+export { userRepositoryContract } from "./user-repository-contract.js";

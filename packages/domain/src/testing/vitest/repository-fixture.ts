@@ -1,5 +1,5 @@
-import type { PostRepository } from "../ports/post-repository.js";
-import type { UserRepository } from "../ports/user-repository.js";
+import type { PostRepository } from "../../ports/post-repository.js";
+import type { UserRepository } from "../../ports/user-repository.js";
 
 /**
  * The repositories a contract suite exercises. Both must work on the same store, because a

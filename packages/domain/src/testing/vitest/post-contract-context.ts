@@ -1,5 +1,5 @@
-import type { Post } from "../post.js";
-import type { User } from "../user.js";
+import type { Post } from "../../post.js";
+import type { User } from "../../user.js";
 import type { RepositoryFixture } from "./repository-fixture.js";
 
 /**

@@ -1,9 +1,9 @@
 import { describe, expect } from "vitest";
-import type { IdempotencyKey } from "../ports/post-repository.js";
-import type { NewPost } from "../post.js";
-import { createPost } from "../use-cases/create-post.js";
-import { principalOf } from "./builders.js";
-import { ManualClock } from "./manual-clock.js";
+import type { IdempotencyKey } from "../../ports/post-repository.js";
+import type { NewPost } from "../../post.js";
+import { createPost } from "../../use-cases/create-post.js";
+import { principalOf } from "../builders.js";
+import { ManualClock } from "../manual-clock.js";
 import type { PostContractContext } from "./post-contract-context.js";
 
 const NOW = new Date("2026-11-22T10:15:30.123Z");

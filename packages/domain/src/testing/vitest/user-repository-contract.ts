@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { anEmail, aPost, aUser } from "./builders.js";
+import { anEmail, aPost, aUser } from "../builders.js";
 import type { OpenRepositories, RepositoryContractOptions } from "./repository-fixture.js";
 import { useRepositoryFixture } from "./use-repository-fixture.js";
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import type { Post } from "../post.js";
-import { aPost, aUser } from "./builders.js";
+import type { Post } from "../../post.js";
+import { aPost, aUser } from "../builders.js";
 import { conditionalWritesContract } from "./conditional-writes-contract.js";
 import { idempotentCreateContract } from "./idempotent-create-contract.js";
 import type { OpenRepositories, RepositoryContractOptions } from "./repository-fixture.js";

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { AttemptCounter } from "../ports/attempt-counter.js";
+import type { AttemptCounter } from "../../ports/attempt-counter.js";
 import type { RepositoryContractOptions } from "./repository-fixture.js";
 import { useRepositoryFixture } from "./use-repository-fixture.js";
 

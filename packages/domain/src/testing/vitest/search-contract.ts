@@ -1,5 +1,5 @@
 import { describe, expect } from "vitest";
-import type { Post } from "../post.js";
+import type { Post } from "../../post.js";
 import type { PostContractContext } from "./post-contract-context.js";
 
 const ids = (posts: readonly Post[]) => posts.map((post) => post.id);
