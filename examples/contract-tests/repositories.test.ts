@@ -1,9 +1,5 @@
 import * as postgres from "@posts/adapters-postgres";
-import {
-  type OpenRepositories,
-  postRepositoryContract,
-  userRepositoryContract,
-} from "@posts/domain/testing/vitest";
+import { postRepositoryContract, userRepositoryContract } from "@posts/domain/testing/vitest";
 import { PostgreSqlContainer, type StartedPostgreSqlContainer } from "@testcontainers/postgresql";
 import { getContainerRuntimeClient } from "testcontainers";
 import { afterAll, describe } from "vitest";
@@ -20,7 +16,7 @@ if (runtime instanceof Error) console.warn(`SKIPPING the PostgreSQL container su
 describe.skipIf(runtime instanceof Error)("PostgreSQL in a container", () => {
   let container: Promise<StartedPostgreSqlContainer> | undefined;
   afterAll(async () => (await container)?.stop(), 60_000);
-  const open: OpenRepositories = async () => {
+  const open = async () => {
     container ??= new PostgreSqlContainer("postgres:17-alpine").start();
     const url = (await container).getConnectionUri();
     const { db, close } = postgres.createPostgresDatabase({ connectionString: url });

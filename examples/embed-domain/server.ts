@@ -1,6 +1,6 @@
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
-import { createPost, type DomainErrorOf, patchPost, ROLE_USER, systemClock } from "@posts/domain";
+import { createPost, patchPost, ROLE_USER, systemClock } from "@posts/domain";
 import { mapPostStore } from "./map-post-store.js";
 
 // This service's own accounts and authentication: a header naming the user (yours verifies a token).
@@ -8,14 +8,15 @@ const ACCOUNTS = new Map<number, string>().set(1, "alice@example.com").set(2, "b
 const deps = { posts: mapPostStore(ACCOUNTS), clock: systemClock };
 
 // Each failure the two use cases can answer, mapped once: a kind added later fails to compile here.
-type Failure = DomainErrorOf<
-  "validation" | "empty-patch" | "post-not-found" | "not-post-author" | "user-gone"
->;
+type Failure = Extract<Awaited<ReturnType<typeof createPost | typeof patchPost>>, { ok: false }>["error"];
 const STATUS = {
+  "invalid-idempotency-key": 400,
   validation: 400,
   "empty-patch": 400,
   "post-not-found": 404,
   "not-post-author": 403,
+  "version-mismatch": 412,
+  "idempotency-key-reused": 422,
   "user-gone": 401,
 } satisfies Record<Failure["kind"], number>;
 
@@ -33,11 +34,12 @@ const server = createServer(async (req, res) => {
     req.method === "POST" && req.url === "/posts"
       ? await createPost(deps, { principal, title: body.title, content: body.content })
       : req.method === "PATCH" && postId !== undefined
-        ? await patchPost(deps, { principal, postId, ...body })
+        ? await patchPost(deps, { principal, postId, title: body.title, content: body.content })
         : undefined;
   if (result === undefined) return res.writeHead(404).end();
   const status = result.ok ? (req.method === "POST" ? 201 : 200) : STATUS[result.error.kind];
-  const answer = result.ok ? result.value : result.error;
+  // createPost answers the new post's id; the client gets the post as stored, as from a PATCH.
+  const answer = result.ok ? await deps.posts.findById(result.value.id) : result.error;
   res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(answer));
 });
 server.listen(Number(process.env.PORT ?? 3000), "127.0.0.1", () => {

@@ -23,6 +23,8 @@ export { claimsFor, DEFAULT_TOKEN_LIFETIME_MS } from "./ports/token-issuer.js";
 export type { UserRepository } from "./ports/user-repository.js";
 export type { Author, NewPost, Post, PostChanges } from "./post.js";
 export { nextUpdatedAt } from "./post.js";
+export type { IdempotencyKeyUse } from "./post-repository-rules.js";
+export { answerForUsedKey, checkOwnedWrite, matchesPageQuery } from "./post-repository-rules.js";
 export type { PostText } from "./post-rules.js";
 export {
   checkContent,

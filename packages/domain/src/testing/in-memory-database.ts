@@ -1,6 +1,5 @@
 import type {
   CreatedPost,
-  ExpectedVersions,
   IdempotencyKey,
   IdempotentCreateFailure,
   OwnedWriteFailure,
@@ -11,6 +10,12 @@ import type {
 } from "../ports/post-repository.js";
 import type { UserRepository } from "../ports/user-repository.js";
 import { type NewPost, nextUpdatedAt, type Post } from "../post.js";
+import {
+  answerForUsedKey,
+  checkOwnedWrite,
+  type IdempotencyKeyUse,
+  matchesPageQuery,
+} from "../post-repository-rules.js";
 import { err, ok, type Result } from "../result.js";
 import type { NewUser, User } from "../user.js";
 
@@ -21,14 +26,6 @@ interface StoredPost {
   readonly createdAt: Date;
   updatedAt: Date;
   readonly authorId: number;
-}
-
-/** What an idempotency key remembers: the text it was used with and the post it made. */
-interface StoredKey {
-  readonly title: string;
-  readonly content: string;
-  readonly postId: number;
-  readonly expiresAt: number;
 }
 
 /**
@@ -43,7 +40,7 @@ export class InMemoryDatabase {
   // Insertion order is id order, which the listing relies on.
   readonly #posts = new Map<number, StoredPost>();
   /** Idempotency keys by author, then by key. */
-  readonly #keys = new Map<number, Map<string, StoredKey>>();
+  readonly #keys = new Map<number, Map<string, IdempotencyKeyUse>>();
   #nextUserId = 1;
   #nextPostId = 1;
 
@@ -107,12 +104,8 @@ export class InMemoryDatabase {
   #createIdempotently(post: NewPost, key: IdempotencyKey): Result<CreatedPost, IdempotentCreateFailure> {
     if (!this.#users.has(post.authorId)) return err("author-gone");
     let keys = this.#keys.get(post.authorId);
-    const used = keys?.get(key.key);
-    if (used !== undefined && used.expiresAt > post.createdAt.getTime()) {
-      return used.title === post.title && used.content === post.content
-        ? ok({ id: used.postId, replayed: true })
-        : err("key-reused");
-    }
+    const answer = answerForUsedKey(keys?.get(key.key), post);
+    if (answer !== undefined) return answer;
     const created = this.#createPost(post) as Post;
     if (keys === undefined) {
       keys = new Map();
@@ -122,7 +115,7 @@ export class InMemoryDatabase {
       title: post.title,
       content: post.content,
       postId: created.id,
-      expiresAt: key.expiresAt.getTime(),
+      expiresAt: new Date(key.expiresAt),
     });
     return ok({ id: created.id, replayed: false });
   }
@@ -131,7 +124,7 @@ export class InMemoryDatabase {
     let forgotten = 0;
     for (const [authorId, keys] of this.#keys) {
       for (const [key, stored] of keys) {
-        if (stored.expiresAt > now.getTime()) continue;
+        if (stored.expiresAt.getTime() > now.getTime()) continue;
         keys.delete(key);
         forgotten++;
       }
@@ -149,20 +142,16 @@ export class InMemoryDatabase {
     const page: Post[] = [];
     const ids = [...this.#posts.keys()];
     for (let i = ids.length - 1; i >= 0 && page.length < query.limit; i--) {
-      const stored = this.#posts.get(ids[i] as number) as StoredPost;
-      if (query.beforeId !== undefined && stored.id >= query.beforeId) continue;
-      if (query.authorId !== undefined && stored.authorId !== query.authorId) continue;
-      if (query.search !== undefined && !matches(stored, query.search)) continue;
-      page.push(this.#toPost(stored));
+      const post = this.#toPost(this.#posts.get(ids[i] as number) as StoredPost);
+      if (matchesPageQuery(post, query)) page.push(post);
     }
     return page;
   }
 
   #updatePost(update: PostUpdate): Result<Post, OwnedWriteFailure> {
-    const stored = this.#posts.get(update.id);
-    if (stored === undefined) return err("not-found");
-    if (stored.authorId !== update.authorId) return err("not-author");
-    if (!isExpectedVersion(stored, update.expectedVersions)) return err("version-mismatch");
+    const allowed = checkOwnedWrite(this.#findPost(update.id), update);
+    if (!allowed.ok) return allowed;
+    const stored = this.#posts.get(update.id) as StoredPost;
     if (update.changes.title !== undefined) stored.title = update.changes.title;
     if (update.changes.content !== undefined) stored.content = update.changes.content;
     // A copy: nextUpdatedAt may answer the caller's own `now`, which the caller could mutate later.
@@ -171,10 +160,8 @@ export class InMemoryDatabase {
   }
 
   #deletePost(target: PostDeletion): Result<void, OwnedWriteFailure> {
-    const stored = this.#posts.get(target.id);
-    if (stored === undefined) return err("not-found");
-    if (stored.authorId !== target.authorId) return err("not-author");
-    if (!isExpectedVersion(stored, target.expectedVersions)) return err("version-mismatch");
+    const allowed = checkOwnedWrite(this.#findPost(target.id), target);
+    if (!allowed.ok) return allowed;
     this.#posts.delete(target.id);
     return ok(undefined);
   }
@@ -191,18 +178,4 @@ export class InMemoryDatabase {
       author: { id: author.id, email: author.email },
     };
   }
-}
-
-function isExpectedVersion(stored: StoredPost, expected: ExpectedVersions | undefined): boolean {
-  return (
-    expected === undefined || expected.some((version) => version.getTime() === stored.updatedAt.getTime())
-  );
-}
-
-// Only ASCII letters fold, as PostgreSQL's ILIKE does in the C locale; everything else matches as is.
-const foldAscii = (text: string) => text.replace(/[A-Z]+/g, (letters) => letters.toLowerCase());
-
-function matches(stored: StoredPost, search: string): boolean {
-  const folded = foldAscii(search);
-  return foldAscii(stored.title).includes(folded) || foldAscii(stored.content).includes(folded);
 }

@@ -1,0 +1,75 @@
+import type { CreatedPost, OwnedWriteFailure, PostDeletion, PostPageQuery } from "./ports/post-repository.js";
+import type { NewPost, Post } from "./post.js";
+import { err, ok, type Result } from "./result.js";
+
+// Decisions of `PostRepository` as pure functions, for stores that make them in memory (the testing
+// kit's, a Map of an embedding service): each rule stated once, where a database states it in SQL.
+
+/**
+ * Whether `post` is one of the posts `query` selects, before its order and `limit` apply: an id
+ * below `beforeId`, written by `authorId`, and `search` found as a substring of the title or the
+ * content. The search folds ASCII letters only, the narrowest case-insensitivity the port allows
+ * (as PostgreSQL's ILIKE does in the C locale), and matches every other character, `%`, `_` and
+ * `\` included, as itself.
+ */
+export function matchesPageQuery(
+  post: Pick<Post, "id" | "author" | "title" | "content">,
+  query: PostPageQuery,
+): boolean {
+  if (query.beforeId !== undefined && post.id >= query.beforeId) return false;
+  if (query.authorId !== undefined && post.author.id !== query.authorId) return false;
+  if (query.search === undefined) return true;
+  const search = foldAscii(query.search);
+  return foldAscii(post.title).includes(search) || foldAscii(post.content).includes(search);
+}
+
+const foldAscii = (text: string) => text.replace(/[A-Z]+/g, (letters) => letters.toLowerCase());
+
+/**
+ * Whether an update or deletion may apply to `post`, the post with the write's id as it stands
+ * (`undefined` when there is none), decided in the port's order: "not-found", else "not-author"
+ * when `write.authorId` did not write it, else "version-mismatch" when `write.expectedVersions`
+ * is given and none of them equals its `updatedAt` to the millisecond. Answers the post when the
+ * write may go ahead; the store applies it in the same atomic step.
+ */
+export function checkOwnedWrite<P extends Pick<Post, "author" | "updatedAt">>(
+  post: P | undefined,
+  write: Pick<PostDeletion, "authorId" | "expectedVersions">,
+): Result<P, OwnedWriteFailure> {
+  if (post === undefined) return err("not-found");
+  if (post.author.id !== write.authorId) return err("not-author");
+  const version = post.updatedAt.getTime();
+  const expected = write.expectedVersions;
+  if (expected !== undefined && !expected.some((each) => each.getTime() === version)) {
+    return err("version-mismatch");
+  }
+  return ok(post);
+}
+
+/** What a store remembers of an idempotency key it stored a post under. */
+export interface IdempotencyKeyUse {
+  /** The post the key made; it may have been modified or deleted since. */
+  readonly postId: number;
+  /** The text the post was made with, which a replay must repeat exactly. */
+  readonly title: string;
+  readonly content: string;
+  /** The instant the key is forgotten. */
+  readonly expiresAt: Date;
+}
+
+/**
+ * What `PostRepository.createIdempotently` answers for `post` when its author's key remembers
+ * `use` (step 2 of the port's order): if the use has not expired at `post.createdAt`, the post it
+ * made, `replayed: true`, for the same title and content compared exactly, else "key-reused".
+ * `undefined` when there is no use or it has expired: the store then stores `post` and
+ * remembers the key with it.
+ */
+export function answerForUsedKey(
+  use: IdempotencyKeyUse | undefined,
+  post: NewPost,
+): Result<CreatedPost, "key-reused"> | undefined {
+  if (use === undefined || use.expiresAt.getTime() <= post.createdAt.getTime()) return undefined;
+  return use.title === post.title && use.content === post.content
+    ? ok({ id: use.postId, replayed: true })
+    : err("key-reused");
+}

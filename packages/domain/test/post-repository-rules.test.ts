@@ -1,0 +1,111 @@
+import { answerForUsedKey, checkOwnedWrite, matchesPageQuery, type Post } from "@posts/domain";
+import { describe, expect, it } from "vitest";
+
+const CREATED_AT = new Date("2026-11-22T10:15:30.123Z");
+const at = (offsetMs: number) => new Date(CREATED_AT.getTime() + offsetMs);
+
+const post: Post = {
+  id: 7,
+  title: "Hello World",
+  content: "100% snake_case in C:\\path, 안녕하세요 👍🏽",
+  createdAt: CREATED_AT,
+  updatedAt: at(1000),
+  author: { id: 3, email: "writer@example.com" },
+};
+
+describe("matchesPageQuery", () => {
+  it("selects every post when the query names only a limit", () => {
+    expect(matchesPageQuery(post, { limit: 1 })).toBe(true);
+  });
+
+  it("keeps ids below beforeId, exclusive", () => {
+    expect(matchesPageQuery(post, { limit: 1, beforeId: 8 })).toBe(true);
+    expect(matchesPageQuery(post, { limit: 1, beforeId: 7 })).toBe(false);
+  });
+
+  it("keeps the author's posts only", () => {
+    expect(matchesPageQuery(post, { limit: 1, authorId: 3 })).toBe(true);
+    expect(matchesPageQuery(post, { limit: 1, authorId: 4 })).toBe(false);
+  });
+
+  it("finds the search in the title or the content, ASCII letters in any case", () => {
+    for (const search of ["hello", "WORLD", "lo wo", "SNAKE_CASE", "안녕", "👍🏽"]) {
+      expect(matchesPageQuery(post, { limit: 1, search }), search).toBe(true);
+    }
+  });
+
+  it("folds no letter beyond ASCII and takes %, _ and \\ literally", () => {
+    const accented = { ...post, title: "Émile", content: "ÉCOLE" };
+    expect(matchesPageQuery(accented, { limit: 1, search: "émile" })).toBe(false);
+    expect(matchesPageQuery(accented, { limit: 1, search: "école" })).toBe(false);
+    expect(matchesPageQuery(accented, { limit: 1, search: "Émile" })).toBe(true);
+    for (const search of ["100%%", "%snake", "snake%case", "snake case", "C:\\\\path", "👍🏿", "여러분"]) {
+      expect(matchesPageQuery(post, { limit: 1, search }), search).toBe(false);
+    }
+  });
+
+  it("applies every filter at once", () => {
+    expect(matchesPageQuery(post, { limit: 1, beforeId: 8, authorId: 3, search: "hello" })).toBe(true);
+    expect(matchesPageQuery(post, { limit: 1, beforeId: 8, authorId: 3, search: "bye" })).toBe(false);
+    expect(matchesPageQuery(post, { limit: 1, beforeId: 8, authorId: 4, search: "hello" })).toBe(false);
+    expect(matchesPageQuery(post, { limit: 1, beforeId: 7, authorId: 3, search: "hello" })).toBe(false);
+  });
+});
+
+describe("checkOwnedWrite", () => {
+  it("answers the post for its author, unconditionally or at an expected version", () => {
+    expect(checkOwnedWrite(post, { authorId: 3 })).toStrictEqual({ ok: true, value: post });
+    expect(checkOwnedWrite(post, { authorId: 3, expectedVersions: [at(-5), at(1000)] })).toStrictEqual({
+      ok: true,
+      value: post,
+    });
+  });
+
+  it("decides not-found, then not-author, then version-mismatch", () => {
+    expect(checkOwnedWrite(undefined, { authorId: 3, expectedVersions: [] })).toStrictEqual({
+      ok: false,
+      error: "not-found",
+    });
+    expect(checkOwnedWrite(post, { authorId: 4, expectedVersions: [] })).toStrictEqual({
+      ok: false,
+      error: "not-author",
+    });
+    expect(checkOwnedWrite(post, { authorId: 3, expectedVersions: [] })).toStrictEqual({
+      ok: false,
+      error: "version-mismatch",
+    });
+  });
+
+  it("compares versions to the millisecond", () => {
+    for (const near of [at(999), at(1001)]) {
+      expect(checkOwnedWrite(post, { authorId: 3, expectedVersions: [near] })).toStrictEqual({
+        ok: false,
+        error: "version-mismatch",
+      });
+    }
+  });
+});
+
+describe("answerForUsedKey", () => {
+  const newPost = { authorId: 3, title: "t", content: "c", createdAt: CREATED_AT };
+  const use = { postId: 7, title: "t", content: "c", expiresAt: at(1) };
+
+  it("answers nothing for a key never used, so the post is stored", () => {
+    expect(answerForUsedKey(undefined, newPost)).toBeUndefined();
+  });
+
+  it("replays the post the key made for the same text, until the key expires", () => {
+    expect(answerForUsedKey(use, newPost)).toStrictEqual({ ok: true, value: { id: 7, replayed: true } });
+    expect(answerForUsedKey(use, { ...newPost, createdAt: at(1) })).toBeUndefined();
+  });
+
+  it("refuses another title or content, compared exactly, while the key stands", () => {
+    for (const text of [{ title: "T" }, { title: "t " }, { content: "C" }, { title: "tc", content: "" }]) {
+      expect(answerForUsedKey(use, { ...newPost, ...text })).toStrictEqual({
+        ok: false,
+        error: "key-reused",
+      });
+    }
+    expect(answerForUsedKey(use, { ...newPost, title: "T", createdAt: at(1) })).toBeUndefined();
+  });
+});
