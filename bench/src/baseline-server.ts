@@ -4,7 +4,8 @@
  * password hashing and the same token checks, but no architecture: no DI, no domain layer, no
  * query builder, no plugins. Every statement is a named prepared statement (`pg`'s `name`), so
  * PostgreSQL parses it once per connection, as the fastest honest Fastify + `pg` code
- * would. Only what the benchmark drives is here (read one, list, create, modify, log in).
+ * would. Only what the benchmark drives is here (read one, list and search, create, modify, log in);
+ * conditional requests and idempotency keys are measured against the service itself.
  *
  * Run as its own process: `node bench/dist/baseline-server.js` with PORT, HOST,
  * DATABASE_URL, JWT_SECRET, JWT_ISSUER, JWT_TTL_MS and DB_POOL_SIZE.
@@ -20,6 +21,7 @@ import {
   createPost,
   errorBody,
   INVALID_TOKEN,
+  isSearch,
   isText,
   isTitle,
   NOT_AUTHOR,
@@ -159,7 +161,7 @@ app.get<{ Params: { id: string } }>(
   },
 );
 
-app.get<{ Querystring: { size?: string; cursor?: string; userId?: string } }>(
+app.get<{ Querystring: { size?: string; cursor?: string; userId?: string; q?: string } }>(
   "/api/v1/posts",
   { schema: { response: { 200: pageSchema } } },
   async (request, reply) => {
@@ -175,12 +177,14 @@ app.get<{ Querystring: { size?: string; cursor?: string; userId?: string } }>(
       !Number.isInteger(size) ||
       size < 1 ||
       size > 100 ||
-      (q.userId !== undefined && userId === undefined)
+      (q.userId !== undefined && userId === undefined) ||
+      (q.q !== undefined && !isSearch(q.q))
     ) {
       return envelope(request, reply, 400, "Bad Request");
     }
-    const { rows } = await pool.query<PostRow>(page(size + 1, before, userId));
-    const { content, nextCursor, linkQuery } = nextPage(rows, size, userId);
+    const search = q.q === "" ? undefined : q.q;
+    const { rows } = await pool.query<PostRow>(page(size + 1, before, userId, search));
+    const { content, nextCursor, linkQuery } = nextPage(rows, size, userId, search);
     if (linkQuery !== undefined) {
       reply.header("link", `<http://${request.headers.host}/api/v1/posts?${linkQuery}>; rel="next"`);
     }

@@ -2,6 +2,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import { join } from "node:path";
 import { PGlite } from "@electric-sql/pglite";
+import { pg_trgm } from "@electric-sql/pglite/contrib/pg_trgm";
 import { seed } from "./database.js";
 import {
   HASH_SOURCE_EMAIL,
@@ -44,7 +45,8 @@ export async function runEmbedded(options: Options): Promise<void> {
       await first.stop();
     }
 
-    const db = await PGlite.create({ dataDir: join(dataDir, "pglite") });
+    // With the extension the service's search indexes use, as the service opens it.
+    const db = await PGlite.create({ dataDir: join(dataDir, "pglite"), extensions: { pg_trgm } });
     try {
       const { rows } = await db.query<{ password_hash: string }>(
         "delete from users where email = $1 returning password_hash",

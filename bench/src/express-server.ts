@@ -3,7 +3,8 @@
  * practice: Express with `express.json()`, `pg`'s pool with unnamed queries, `jsonwebtoken` for
  * tokens, `res.json` for answers, Express's defaults left as they are. Same SQL, results and
  * wire format as the service and the baseline (reference-api.ts), same pool size and password
- * hashing. Only what the benchmark drives is here (read one, list, create, modify, log in).
+ * hashing. Only what the benchmark drives is here (read one, list and search, create, modify, log in);
+ * conditional requests and idempotency keys are measured against the service itself.
  *
  * The key goes to `jwt.verify` as the string it is in the environment, as in most code. That
  * costs: given a string, jsonwebtoken 9 first tries to read it as a PEM public key, and the
@@ -23,6 +24,7 @@ import {
   createPost,
   errorBody,
   INVALID_TOKEN,
+  isSearch,
   isText,
   isTitle,
   NOT_AUTHOR,
@@ -106,7 +108,7 @@ app.get("/api/v1/posts/:id", async (req, res) => {
 });
 
 app.get("/api/v1/posts", async (req, res) => {
-  const q = req.query as { size?: string; cursor?: string; userId?: string };
+  const q = req.query as { size?: string; cursor?: string; userId?: string; q?: string };
   const size = q.size === undefined ? 20 : Number(q.size);
   let before: number | undefined;
   if (q.cursor !== undefined) {
@@ -114,11 +116,18 @@ app.get("/api/v1/posts", async (req, res) => {
     if (before === undefined) return badRequest(req, res);
   }
   const userId = q.userId === undefined ? undefined : parseId(q.userId);
-  if (!Number.isInteger(size) || size < 1 || size > 100 || (q.userId !== undefined && userId === undefined)) {
+  if (
+    !Number.isInteger(size) ||
+    size < 1 ||
+    size > 100 ||
+    (q.userId !== undefined && userId === undefined) ||
+    (q.q !== undefined && !isSearch(q.q))
+  ) {
     return badRequest(req, res);
   }
-  const rows = await query<PostRow>(page(size + 1, before, userId));
-  const { content, nextCursor, linkQuery } = nextPage(rows, size, userId);
+  const search = q.q === "" ? undefined : q.q;
+  const rows = await query<PostRow>(page(size + 1, before, userId, search));
+  const { content, nextCursor, linkQuery } = nextPage(rows, size, userId, search);
   if (linkQuery !== undefined)
     res.set("link", `<http://${req.get("host")}/api/v1/posts?${linkQuery}>; rel="next"`);
   res.json({ content: content.map(toWire), size, nextCursor });

@@ -98,6 +98,7 @@ export function makeFixture(options: Options, tokens: TokenSettings): Fixture {
     ),
     connections: options.connections,
     loginConnections: options.loginConnections,
+    searchConnections: options.searchConnections,
   };
 }
 
@@ -128,12 +129,20 @@ export async function runScenarios(
   return runs;
 }
 
+/** What one round measures in turn: a server under a workload. */
+interface Contestant {
+  readonly name: string;
+  readonly server: ServerProcess;
+  readonly workload: Workload;
+}
+
 /**
- * Warms each server up, then measures the rounds. A round gives each server `duration`
- * seconds of load, cut into slices of about `slice` seconds that alternate between the
- * servers in mirrored order (A B C C B A A B C ...), so that a burst of other work on the
- * machine, or a drift in its speed, lands on every server alike instead of on whichever ran at
- * the time.
+ * Warms each contestant up, then measures the rounds. A round gives each contestant `duration`
+ * seconds of load, cut into slices of about `slice` seconds that alternate between them in
+ * mirrored order (A B C C B A A B C ...), so that a burst of other work on the machine, or a
+ * drift in its speed, lands on every one alike instead of on whichever ran at the time. The
+ * contestants are the servers under the scenario's workload or, for a scenario that measures
+ * the service against itself, the service under each of its two workloads.
  */
 async function runScenario(
   scenario: Scenario,
@@ -142,36 +151,44 @@ async function runScenario(
   { service, baseline, express }: Servers,
   database: pg.Client | undefined,
 ): Promise<ScenarioRuns> {
-  const workload = scenario.workload(fixture);
+  const { workload, reference } = await scenario.prepare(fixture, service.url);
   const probe = scenario.name === "login" ? probeWorkload(fixture, options.probeRate) : undefined;
-  const servers = [service, baseline, express].filter((s): s is ServerProcess => s !== undefined);
+  const contestants: Contestant[] =
+    reference === undefined
+      ? [service, baseline, express]
+          .filter((s): s is ServerProcess => s !== undefined)
+          .map((server) => ({ name: server.name, server, workload }))
+      : [
+          { name: service.name, server: service, workload },
+          { name: reference.label, server: service, workload: reference.workload },
+        ];
   if (options.warmup > 0) {
-    for (const server of servers) await drive(server.url, workload, options.warmup);
+    for (const c of contestants) await drive(c.server.url, c.workload, options.warmup);
   }
   const sliceCount = Math.max(1, Math.round(options.duration / options.slice));
   const sliceSeconds = options.duration / sliceCount;
-  const rounds = new Map<ServerProcess, Round[]>(servers.map((s) => [s, []]));
+  const rounds = new Map<Contestant, Round[]>(contestants.map((c) => [c, []]));
   for (let r = 1; r <= options.rounds; r++) {
-    const slices = new Map<ServerProcess, SliceOfRound[]>(servers.map((s) => [s, []]));
+    const slices = new Map<Contestant, SliceOfRound[]>(contestants.map((c) => [c, []]));
     for (let i = 0; i < sliceCount; i++) {
-      // Mirrored across slices, and each round starts with the server the previous one ended with.
+      // Mirrored across slices, and each round starts with the contestant the previous one ended with.
       const forward = ((r - 1) * sliceCount + i) % 2 === 0;
-      for (const server of forward ? servers : [...servers].reverse()) {
-        slices.get(server)?.push(await measureSlice(server, workload, probe, sliceSeconds, database));
+      for (const c of forward ? contestants : [...contestants].reverse()) {
+        slices.get(c)?.push(await measureSlice(c.server, c.workload, probe, sliceSeconds, database));
       }
     }
-    for (const server of servers) {
-      if (!server.alive()) {
+    for (const c of contestants) {
+      if (!c.server.alive()) {
         throw new Error(
-          `${server.name} died during ${scenario.name}; its log (${server.logFile}) ends:\n${tail(server.logFile)}`,
+          `${c.server.name} died during ${scenario.name}; its log (${c.server.logFile}) ends:\n${tail(c.server.logFile)}`,
         );
       }
-      const round = toRound(slices.get(server) ?? []);
-      rounds.get(server)?.push(round);
+      const round = toRound(slices.get(c) ?? []);
+      rounds.get(c)?.push(round);
       log(
-        `${scenario.name} round ${r}/${options.rounds} ${server.name}: ${round.requestsPerSecond.toFixed(0)} req/s, ` +
+        `${scenario.name} round ${r}/${options.rounds} ${c.name}: ${round.requestsPerSecond.toFixed(0)} req/s, ` +
           `p99 ${round.p99Ms.toFixed(2)} ms, CPU ${round.cpuMsPerRequest.toFixed(3)} + ` +
-          `PG ${round.databaseCpuMsPerRequest.toFixed(3)} ms/req, non-2xx ${round.non2xx + round.errors}, ` +
+          `PG ${round.databaseCpuMsPerRequest.toFixed(3)} ms/req, unexpected statuses ${round.non2xx + round.errors}, ` +
           `RSS ${(round.rssMaxBytes / 1048576).toFixed(0)} MB` +
           (round.eventLoopP99Ms === undefined
             ? ""
@@ -179,12 +196,18 @@ async function runScenario(
       );
     }
   }
+  const roundsOf = (c: Contestant | undefined) => (c === undefined ? [] : (rounds.get(c) ?? []));
+  const of = (server: ServerProcess | undefined) =>
+    server === undefined ? [] : roundsOf(contestants.find((c) => c.server === server));
   return {
     name: scenario.name,
     description: scenario.description,
-    service: rounds.get(service) ?? [],
-    baseline: baseline === undefined ? [] : (rounds.get(baseline) ?? []),
-    express: express === undefined ? [] : (rounds.get(express) ?? []),
+    service: roundsOf(contestants[0]),
+    // Against itself: the reference workload's rounds stand where the baseline's would.
+    baseline: reference === undefined ? of(baseline) : roundsOf(contestants[1]),
+    express: reference === undefined ? of(express) : [],
+    ...(reference === undefined ? {} : { reference: reference.label }),
+    ...(workload.expectedStatus === undefined ? {} : { expectedStatus: workload.expectedStatus }),
   };
 }
 
@@ -296,7 +319,8 @@ export async function publish(
   if (references.length > 0)
     console.log(
       `\nMedians over rounds. Ratios are ${references.map((r) => `${serviceName} / ${r}`).join(" and ")} ` +
-        "per round (the servers ran in alternating slices of the same round), then the median of those. " +
+        "per round (the servers ran in alternating slices of the same round), then the median of those; " +
+        "a scenario measured against itself compares two workloads of the service the same way. " +
         "PG CPU is the CPU of the PostgreSQL backends serving a server's connections, per request.",
     );
   // Without a baseline (the embedded run, where the database also lives in the service's

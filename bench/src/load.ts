@@ -7,6 +7,8 @@ export interface Workload {
   readonly connections: number;
   /** Requests per second from all connections together; as fast as possible when absent. */
   readonly overallRate?: number;
+  /** The status every answer should have (a conditional GET's 304); any 2xx when absent. */
+  readonly expectedStatus?: number;
 }
 
 /** What one stretch of load against one server saw. */
@@ -14,11 +16,11 @@ export interface Slice {
   /** Response times in milliseconds, unrounded, in arrival order. */
   readonly latencies: Samples;
   readonly seconds: number;
-  /** Responses with a status outside 2xx. */
+  /** Responses with another status than expected: outside 2xx, or not the workload's `expectedStatus`. */
   readonly non2xx: number;
   /** Connection errors and timeouts. */
   readonly errors: number;
-  /** Status code → count, for the statuses outside 2xx. */
+  /** Status code → count, for the statuses not expected. */
   readonly badStatuses: Readonly<Record<string, number>>;
 }
 
@@ -55,14 +57,21 @@ export function drive(baseUrl: string, workload: Workload, seconds: number): Pro
           reject(error);
           return;
         }
+        const expected = (status: string) =>
+          workload.expectedStatus === undefined
+            ? status.startsWith("2")
+            : status === String(workload.expectedStatus);
         const badStatuses: Record<string, number> = {};
+        let unexpected = 0;
         for (const [status, stat] of Object.entries(result.statusCodeStats ?? {})) {
-          if (!status.startsWith("2")) badStatuses[status] = stat.count ?? 0;
+          if (expected(status)) continue;
+          badStatuses[status] = stat.count ?? 0;
+          unexpected += stat.count ?? 0;
         }
         resolve({
           latencies,
           seconds: result.duration,
-          non2xx: result.non2xx,
+          non2xx: unexpected,
           errors: result.errors,
           badStatuses,
         });

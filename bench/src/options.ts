@@ -19,6 +19,8 @@ export interface Options {
   readonly connections: number;
   /** Connections sending logins in the login scenario. */
   readonly loginConnections: number;
+  /** Connections of the search scenarios. */
+  readonly searchConnections: number;
   /** Requests per second of GET one post sent beside the logins. */
   readonly probeRate: number;
   /** Only these scenarios (all when empty). */
@@ -32,6 +34,11 @@ export interface Options {
   readonly quick: boolean;
   /** Extra `node` arguments for the service process (e.g. --cpu-prof, a V8 flag, an --import). */
   readonly serviceNodeArgs: readonly string[];
+  /**
+   * Measure on the database a previous run seeded with the same counts, without seeding it again
+   * (development only: create and patch leave their posts behind, and the recorded run seeds afresh).
+   */
+  readonly reuseDatabase: boolean;
 }
 
 const HELP = `Usage: pnpm bench [-- options]
@@ -46,11 +53,15 @@ const HELP = `Usage: pnpm bench [-- options]
   --warmup S            warm-up seconds per scenario and server (default 3)
   --connections N       concurrent connections (default 64)
   --login-connections N connections sending logins (default 16)
+  --search-connections N connections of the search scenarios (default 16)
   --probe-rate N        GET one post per second beside the logins (default 100)
   --posts N / --users N seed size (default 1000000 / 1000; embedded 100000 / 1000)
   --service-node-args="A B"  extra node arguments for the service (profiling, trying a V8 flag)
-  --only a,b            scenarios to run (get-one, list-first, list-deep, list-user, list-cold,
-                        create, patch, login)
+  --reuse-database      measure on the database an earlier run seeded with the same counts
+                        instead of seeding it again (development only)
+  --only a,b            scenarios to run (get-one, get-304, list-first, list-deep, list-user,
+                        list-cold, search-rare, search-common, search-korean, create,
+                        create-key, patch, login)
   DATABASE_URL          PostgreSQL server (default postgres://postgres@127.0.0.1:5432/postgres)
   BENCH_DATABASE        database made for the run (default posts_bench)`;
 
@@ -69,6 +80,8 @@ export function parseOptions(argv: readonly string[]): Options {
       slice: { type: "string" },
       connections: { type: "string" },
       "login-connections": { type: "string" },
+      "search-connections": { type: "string" },
+      "reuse-database": { type: "boolean", default: false },
       "probe-rate": { type: "string" },
       posts: { type: "string" },
       users: { type: "string" },
@@ -101,6 +114,7 @@ export function parseOptions(argv: readonly string[]): Options {
     rounds: int("rounds", values.rounds, quick || embedded ? 1 : 3),
     connections: int("connections", values.connections, 64),
     loginConnections: int("login-connections", values["login-connections"], 16),
+    searchConnections: int("search-connections", values["search-connections"], 16),
     probeRate: int("probe-rate", values["probe-rate"], 100),
     only: values.only === undefined ? [] : values.only.split(",").map((s) => s.trim()),
     embedded,
@@ -108,6 +122,7 @@ export function parseOptions(argv: readonly string[]): Options {
     skipExpress: values["skip-express"] ?? false,
     quick,
     serviceNodeArgs: values["service-node-args"]?.split(" ").filter((a) => a !== "") ?? [],
+    reuseDatabase: values["reuse-database"] ?? false,
   };
   if (options.posts < options.users) throw new Error("--posts must be at least --users");
   return options;

@@ -15,9 +15,9 @@ export const INVALID_TOKEN = "인증 토큰이 유효하지 않습니다.";
 export const UNKNOWN_USER = "사용자를 찾을 수 없습니다.";
 export const BAD_CREDENTIALS = "이메일 또는 비밀번호가 올바르지 않습니다.";
 
-/** A statement with its values, as `pg` takes it. */
+/** A statement with its values, as `pg` takes it; without a name it runs unnamed, planned for its values. */
 export interface Statement {
-  readonly name: string;
+  readonly name?: string;
   readonly text: string;
   readonly values: unknown[];
 }
@@ -76,39 +76,74 @@ export function postById(id: number): Statement {
 const PAGE_COLUMNS =
   "p.id, p.title, p.content, p.created_at, p.updated_at, p.user_id, " +
   "(select u.email from users u where u.id = p.user_id) as email";
-const pageText = (before: boolean, byUser: boolean) => {
-  const where = [...(before ? ["p.id < $2"] : []), ...(byUser ? [`p.user_id = $${before ? 3 : 2}`] : [])];
+const pageText = (before: boolean, byUser: boolean, searching: boolean) => {
+  const where: string[] = [];
+  const next = () => `$${where.length + 2}`;
+  if (before) where.push(`p.id < ${next()}`);
+  if (byUser) where.push(`p.user_id = ${next()}`);
+  if (searching) {
+    const pattern = next();
+    where.push(`(p.title ILIKE ${pattern} ESCAPE '\\' OR p.content ILIKE ${pattern} ESCAPE '\\')`);
+  }
   return (
     `select ${PAGE_COLUMNS} from posts p${where.length > 0 ? ` where ${where.join(" and ")}` : ""} ` +
     "order by p.id desc limit $1"
   );
 };
 const PAGE_TEXTS = {
-  page: pageText(false, false),
-  page_before: pageText(true, false),
-  page_user: pageText(false, true),
-  page_user_before: pageText(true, true),
+  page: pageText(false, false, false),
+  page_before: pageText(true, false, false),
+  page_user: pageText(false, true, false),
+  page_user_before: pageText(true, true, false),
 };
 
-/** `limit` posts below `before` (all when undefined), of `userId` (everyone's when undefined). */
-export function page(limit: number, before: number | undefined, userId: number | undefined): Statement {
-  const name = `page${userId === undefined ? "" : "_user"}${before === undefined ? "" : "_before"}` as const;
-  const values: number[] = [limit];
+/** The ILIKE pattern of "contains `search`", its wildcards matching themselves, as the service writes it. */
+const containsPattern = (search: string) => `%${search.replace(/[\\%_]/g, "\\$&")}%`;
+
+/**
+ * `limit` posts below `before` (all when undefined), of `userId` (everyone's when undefined),
+ * containing `search` in the title or content (every post when undefined). A search runs
+ * unnamed, as the service runs it: a named statement may fall back to a generic plan, one plan
+ * for every term, where a term in every post wants a walk of the primary key and a rare one the
+ * trigram indexes.
+ */
+export function page(
+  limit: number,
+  before: number | undefined,
+  userId: number | undefined,
+  search?: string,
+): Statement {
+  const values: unknown[] = [limit];
   if (before !== undefined) values.push(before);
   if (userId !== undefined) values.push(userId);
+  if (search !== undefined) {
+    values.push(containsPattern(search));
+    return { text: pageText(before !== undefined, userId !== undefined, true), values };
+  }
+  const name = `page${userId === undefined ? "" : "_user"}${before === undefined ? "" : "_before"}` as const;
   return { name, text: PAGE_TEXTS[name], values };
 }
 
 /** The next page's cursor and `link` query, when `rows` (fetched with one extra) go on past `size`. */
-export function nextPage(rows: readonly PostRow[], size: number, userId: number | undefined) {
+export function nextPage(
+  rows: readonly PostRow[],
+  size: number,
+  userId: number | undefined,
+  search?: string,
+) {
   const content = rows.length > size ? rows.slice(0, size) : rows;
   const last = content.at(-1);
   if (rows.length <= size || last === undefined) return { content, nextCursor: null, linkQuery: undefined };
   const nextCursor = encodeCursor(last.id);
   const query = new URLSearchParams({ size: String(size), cursor: nextCursor });
   if (userId !== undefined) query.set("userId", String(userId));
+  if (search !== undefined) query.set("q", search);
   return { content, nextCursor, linkQuery: query.toString() };
 }
+
+/** A search text the service accepts: at most 200 code points, no U+0000, no lone surrogate. */
+export const isSearch = (v: unknown): v is string =>
+  typeof v === "string" && !v.includes("\u0000") && v.isWellFormed() && [...v].length <= 200;
 
 /** Inserts a post by `userId` if that user exists (no row otherwise), answering it with the email. */
 export function createPost(title: string, content: string, userId: number): Statement {

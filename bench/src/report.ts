@@ -32,6 +32,13 @@ export interface ScenarioRuns {
   readonly baseline: readonly Round[];
   /** The Express server's; empty when it did not run (embedded run, self-check, --skip-express). */
   readonly express: readonly Round[];
+  /**
+   * Set when the service was measured against itself: the label of its reference workload,
+   * whose rounds are in `baseline` (and `express` is empty).
+   */
+  readonly reference?: string;
+  /** The status every answer of the service's workload should have; any 2xx when absent. */
+  readonly expectedStatus?: number;
 }
 
 /** A server the service is compared with: the limit of the stack, or common practice. */
@@ -108,16 +115,23 @@ export interface Verdict {
 }
 
 const MB = 1024 * 1024;
-/** Least req/s against the baseline (the limit of this stack, issue 13). */
-const VS_BASELINE: Readonly<Record<string, number>> = {
-  "get-one": 0.95,
-  "list-first": 1.5,
-  "list-deep": 1.5,
-  "list-user": 1.5,
-  "list-cold": 0.9,
-  create: 0.9,
-  patch: 0.9,
-};
+/**
+ * Least req/s against the baseline (the limit of this stack, issue 13; create at 0.85x is issue
+ * 11's floor with the trigram indexes, which 0.9x includes), or, for a scenario measured against
+ * itself, against its reference workload (issue 11).
+ */
+const VS_BASELINE: ReadonlyArray<readonly [string, number]> = [
+  ["get-one", 0.95],
+  ["get-304", 1],
+  ["list-first", 1.5],
+  ["list-deep", 1.5],
+  ["list-user", 1.5],
+  ["list-cold", 0.9],
+  ["create", 0.9],
+  ["create", 0.85],
+  ["create-key", 0.85],
+  ["patch", 0.9],
+];
 /** Most server + PostgreSQL CPU per request against the baseline's. */
 const TOTAL_CPU_VS_BASELINE: Readonly<Record<string, number>> = {
   "list-first": 0.6,
@@ -125,7 +139,13 @@ const TOTAL_CPU_VS_BASELINE: Readonly<Record<string, number>> = {
   "list-user": 0.6,
 };
 /** Least req/s against the Express server (common practice). */
-const VS_EXPRESS: Readonly<Record<string, number>> = { "get-one": 2.5, create: 3 };
+const VS_EXPRESS: ReadonlyArray<readonly [string, number]> = [
+  ["get-one", 2.5],
+  ["create", 3],
+];
+/** Scenarios whose p99 must stay under {@link SEARCH_P99_MS} (issue 11, at 16 connections). */
+const SEARCHES = ["search-rare", "search-common", "search-korean"];
+const SEARCH_P99_MS = 50;
 const DEEP_VS_FIRST = 0.95;
 const P99_RATIO = 1.2;
 const RSS_LIMIT = 200 * MB;
@@ -143,13 +163,13 @@ export function judge(runs: readonly ScenarioRuns[]): Verdict[] {
     return run === undefined ? undefined : summarize(run.service);
   };
 
-  const atLeast = (targets: Readonly<Record<string, number>>, against: Reference) => {
-    for (const [name, min] of Object.entries(targets)) {
+  const atLeast = (targets: ReadonlyArray<readonly [string, number]>, against: Reference) => {
+    for (const [name, min] of targets) {
       const run = by.get(name);
       if (run === undefined || run[against].length === 0) continue;
       const ratio = median(pairedRatios(run, REQUESTS_PER_SECOND, against));
       verdicts.push({
-        target: `${name}: req/s >= ${min}x ${against}`,
+        target: `${name}: req/s >= ${min}x ${referenceName(run, against)}`,
         measured: `${fixed(ratio)}x`,
         pass: ratio >= min,
       });
@@ -186,20 +206,30 @@ export function judge(runs: readonly ScenarioRuns[]): Verdict[] {
       pass: ratio >= DEEP_VS_FIRST,
     });
   }
+  for (const name of SEARCHES) {
+    const search = s(name);
+    if (search === undefined) continue;
+    verdicts.push({
+      target: `${name}: p99 < ${SEARCH_P99_MS} ms`,
+      measured: `${fixed(search.p99Ms)} ms`,
+      pass: search.p99Ms < SEARCH_P99_MS,
+    });
+  }
   for (const run of runs) {
     const service = summarize(run.service);
     const statuses = Object.entries(service.badStatuses)
       .map(([status, count]) => `${count}×${status}`)
       .join(", ");
     verdicts.push({
-      target: `${run.name}: zero non-2xx and errors`,
+      target: `${run.name}: zero non-${run.expectedStatus ?? "2xx"} and errors`,
       measured:
         service.failures === 0 ? "0" : `${service.failures}${statuses === "" ? "" : ` (${statuses})`}`,
       pass: service.failures === 0,
     });
   }
   for (const run of runs) {
-    if (run.baseline.length === 0) continue;
+    // Against the baseline server only: a reference workload of the service is no limit to hold to.
+    if (run.baseline.length === 0 || run.reference !== undefined) continue;
     const ratio = median(pairedRatios(run, P99));
     verdicts.push({
       target: `${run.name}: p99 <= ${P99_RATIO}x baseline p99`,
@@ -236,6 +266,11 @@ export function judge(runs: readonly ScenarioRuns[]): Verdict[] {
   return verdicts;
 }
 
+/** What the report calls the rounds `run[against]`. */
+function referenceName(run: ScenarioRuns, against: Reference): string {
+  return against === "baseline" ? (run.reference ?? "baseline") : against;
+}
+
 function table(header: readonly string[], rows: readonly (readonly string[])[]): string {
   const line = (cells: readonly string[]) => `| ${cells.join(" | ")} |`;
   return [line(header), line(header.map(() => "---")), ...rows.map(line)].join("\n");
@@ -264,7 +299,7 @@ export function render(runs: readonly ScenarioRuns[], serviceName: string): stri
     ];
     rows.push(row(serviceName, service));
     for (const against of references) {
-      if (run[against].length > 0) rows.push(row(against, summarize(run[against])));
+      if (run[against].length > 0) rows.push(row(referenceName(run, against), summarize(run[against])));
     }
     for (const against of references) {
       if (run[against].length === 0) continue;
@@ -272,7 +307,7 @@ export function render(runs: readonly ScenarioRuns[], serviceName: string): stri
       const rps = pairedRatios(run, REQUESTS_PER_SECOND, against);
       rows.push([
         run.name,
-        `**vs ${against}**`,
+        `**vs ${referenceName(run, against)}**`,
         `**${fixed(median(rps))}**`,
         fixed(service.p50Ms / reference.p50Ms),
         `**${fixed(median(pairedRatios(run, P99, against)))}**`,

@@ -54,20 +54,29 @@ async function runPostgres(options: Options) {
   const stopAll = () => Promise.all(servers.map((s) => s.stop()));
   process.once("SIGINT", () => void stopAll().then(() => process.exit(130)));
   const started = performance.now();
-  await recreateDatabase(options.databaseUrl, options.database);
+  const seedMark = `bench seed: ${options.posts} posts / ${options.users} users`;
+  const reused = options.reuseDatabase && (await seededAs(benchUrl, seedMark));
+  if (!reused) await recreateDatabase(options.databaseUrl, options.database);
   const client = new pg.Client({ connectionString: benchUrl });
   await client.connect();
   try {
-    // The service's own migrations through its documented command; a self-check before the
-    // service is built falls back to a copy of its schema.
-    if (serviceBuilt) await runNode([SERVICE_MAIN, "migrate"], env);
-    else await createFallbackSchema(client);
+    if (reused) {
+      // A newer service may have migrations the database has not seen yet.
+      if (serviceBuilt) await runNode([SERVICE_MAIN, "migrate"], env);
+      log(`reusing ${options.database}, seeded earlier with ${options.posts} posts (--reuse-database)`);
+    } else {
+      // The service's own migrations through its documented command; a self-check before the
+      // service is built falls back to a copy of its schema.
+      if (serviceBuilt) await runNode([SERVICE_MAIN, "migrate"], env);
+      else await createFallbackSchema(client);
 
-    const passwordHash = options.selfCheck
-      ? await hash(SEED_PASSWORD)
-      : await hashFromService(envOf("service", servicePort), client);
-    await seed(client, options, passwordHash);
-    log(`migrated and seeded ${options.posts} posts over ${options.users} users in ${since(started)}`);
+      const passwordHash = options.selfCheck
+        ? await hash(SEED_PASSWORD)
+        : await hashFromService(envOf("service", servicePort), client);
+      await seed(client, options, passwordHash);
+      await client.query(`comment on table posts is '${seedMark}'`);
+      log(`migrated and seeded ${options.posts} posts over ${options.users} users in ${since(started)}`);
+    }
 
     // Every server starts on the seeded database, so none has seen it any other way.
     const service = await startServer(
@@ -111,6 +120,22 @@ async function runPostgres(options: Options) {
   } finally {
     await stopAll();
     await client.end();
+  }
+}
+
+/** Whether the database at `url` exists and was seeded as `mark` says. */
+async function seededAs(url: string, mark: string): Promise<boolean> {
+  const client = new pg.Client({ connectionString: url });
+  try {
+    await client.connect();
+    const { rows } = await client.query<{ mark: string | null }>(
+      "select obj_description('posts'::regclass, 'pg_class') as mark",
+    );
+    return rows[0]?.mark === mark;
+  } catch {
+    return false;
+  } finally {
+    await client.end().catch(() => {});
   }
 }
 

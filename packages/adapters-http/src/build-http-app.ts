@@ -22,6 +22,7 @@ import { openApi } from "./operations/openapi.js";
 import { operationalRoutes } from "./operations/operational-routes.js";
 import { postEntityTags } from "./routes/post-entity-tags.js";
 import { postRoutes } from "./routes/post-routes.js";
+import { postSerializer } from "./routes/post-serializer.js";
 import type { RouteContext } from "./routes/route-context.js";
 import { userRoutes } from "./routes/user-routes.js";
 
@@ -107,7 +108,9 @@ export async function buildHttpApp(options: HttpAppOptions): Promise<FastifyInst
   app.addHook("onRequest", notFoundBeforeBody(app, sendEnvelope));
   // Before every route: @fastify/swagger collects routes as they are added.
   await app.register(openApi);
-  if (options.metrics !== false) await app.register(metrics, { poolStats: options.poolStats });
+  if (options.metrics !== false) {
+    await app.register(metrics, { poolStats: options.poolStats, postCacheStats: options.postCache?.stats });
+  }
 
   const context: RouteContext = {
     deps: options.deps,
@@ -115,6 +118,7 @@ export async function buildHttpApp(options: HttpAppOptions): Promise<FastifyInst
     sendEnvelope,
     guards: routeGuards(sendEnvelope),
     entityTags: postEntityTags(options.timeZone),
+    serializer: postSerializer(format, options.postCache),
   };
   await app.register(operationalRoutes, { sendEnvelope, checkReady: options.checkReady, retryAfterSeconds });
   await app.register(postRoutes, context);

@@ -1,4 +1,4 @@
-import type { AttemptCounter, Dependencies } from "@posts/domain";
+import type { AttemptCounter, Dependencies, Post } from "@posts/domain";
 import type { FastifyServerOptions } from "fastify";
 import type { ThrottleSettings } from "./auth/failure-throttle.js";
 
@@ -30,6 +30,33 @@ export interface DatabasePoolStats {
   readonly idle: number;
   /** Callers waiting for a connection. */
   readonly waiting: number;
+}
+
+/** What a post repository's cache has done since it was made, and holds now (GET /metrics). */
+export interface PostCacheStats {
+  /** Posts a page found cached at the version it lists. */
+  readonly hits: number;
+  /** Posts a page did not find cached at the version it lists. */
+  readonly misses: number;
+  /** Pages read as ids and versions first, their posts then taken from the cache. */
+  readonly pagesThroughCache: number;
+  /** Pages read in full in one statement, because recent pages were mostly not cached. */
+  readonly pagesInFull: number;
+  /** Posts held now. */
+  readonly posts: number;
+  /** Bytes they are estimated to take. */
+  readonly bytes: number;
+}
+
+/** What the HTTP adapter may ask of a post repository that keeps posts in memory. */
+export interface PostCacheAccess {
+  /**
+   * Whether `post` is the object the cache holds for its id, which the repository answers again
+   * for as long as that version is current: its JSON is then worth keeping beside it.
+   */
+  holds(post: Post): boolean;
+  /** Counts and sizes, read at each scrape of /metrics. */
+  stats(): PostCacheStats;
 }
 
 /** Everything `buildHttpApp` needs. */
@@ -71,6 +98,12 @@ export interface HttpAppOptions {
   readonly metrics?: boolean;
   /** Read at each scrape of /metrics for the `db_pool_*` gauges; none when absent (no pool). */
   readonly poolStats?: () => DatabasePoolStats;
+  /**
+   * Given when `deps.posts` caches posts: the JSON of each post the cache holds is then kept
+   * beside it (for as long as that object lives) and written again from there, and /metrics
+   * serves the `post_cache_*` metrics. Absent: every answer is serialized afresh.
+   */
+  readonly postCache?: PostCacheAccess;
   /** Socket timeouts; see {@link HttpTimeouts} for the defaults. */
   readonly timeouts?: HttpTimeouts;
   /** Retry-After, in seconds, of 503 answers. Default 5. */

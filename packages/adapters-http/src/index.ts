@@ -6,4 +6,10 @@ export { buildHttpApp } from "./build-http-app.js";
 export type { ErrorEnvelope } from "./errors/error-envelope.js";
 export { HTTP_MESSAGES } from "./errors/http-messages.js";
 export { type TimestampFormatter, timestampFormatter } from "./http/timestamp-formatter.js";
-export type { DatabasePoolStats, HttpAppOptions, HttpTimeouts } from "./http-app-options.js";
+export type {
+  DatabasePoolStats,
+  HttpAppOptions,
+  HttpTimeouts,
+  PostCacheAccess,
+  PostCacheStats,
+} from "./http-app-options.js";

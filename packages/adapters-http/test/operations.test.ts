@@ -69,6 +69,29 @@ describe("operations", () => {
     expect((await t().app.inject({ method: "GET", url: "/metrics" })).body).not.toContain("db_pool_");
   });
 
+  it("GET /metrics counts the post cache's hits, misses and pages, and shows its size, at each scrape", async () => {
+    let stats = { hits: 30, misses: 10, pagesThroughCache: 1, pagesInFull: 1, posts: 21, bytes: 35_000 };
+    const { app } = await buildTestApp({ postCache: { holds: () => false, stats: () => stats } });
+    const scrape = async () => (await app.inject({ method: "GET", url: "/metrics" })).body;
+    const first = await scrape();
+    expect(first).toContain('post_cache_lookups_total{result="hit"} 30');
+    expect(first).toContain('post_cache_lookups_total{result="miss"} 10');
+    expect(first).toContain('post_cache_pages_total{read="through_cache"} 1');
+    expect(first).toContain('post_cache_pages_total{read="in_full"} 1');
+    expect(first).toContain("post_cache_posts 21");
+    expect(first).toContain("post_cache_bytes 35000");
+    stats = { hits: 90, misses: 11, pagesThroughCache: 4, pagesInFull: 1, posts: 22, bytes: 36_000 };
+    const second = await scrape();
+    expect(second).toContain('post_cache_lookups_total{result="hit"} 90');
+    expect(second).toContain('post_cache_lookups_total{result="miss"} 11');
+    expect(second).toContain('post_cache_pages_total{read="through_cache"} 4');
+    expect(second).toContain("post_cache_posts 22");
+    await app.close();
+    expect(await (await t().app.inject({ method: "GET", url: "/metrics" })).body).not.toContain(
+      "post_cache_",
+    );
+  });
+
   it("serves no /metrics when metrics is false", async () => {
     const { app } = await buildTestApp({ metrics: false });
     expect((await app.inject({ method: "GET", url: "/metrics" })).statusCode).toBe(404);

@@ -7,8 +7,12 @@ export type { DatabaseEngine, DatabaseHandle } from "./connection/database-handl
 export { isDatabaseUnavailable } from "./connection/is-database-unavailable.js";
 export type { PoolStats } from "./connection/pool-for-kysely.js";
 export { parseInt8, parseTimestamptz } from "./connection/type-parsers.js";
+export type { PostCacheOptions, PostCacheStats } from "./repositories/post-cache.js";
 export { PostgresAttemptCounter } from "./repositories/postgres-attempt-counter.js";
-export { PostgresPostRepository } from "./repositories/postgres-post-repository.js";
+export {
+  PostgresPostRepository,
+  type PostgresPostRepositoryOptions,
+} from "./repositories/postgres-post-repository.js";
 export { PostgresUserRepository } from "./repositories/postgres-user-repository.js";
 export type {
   AttemptCountsTable,

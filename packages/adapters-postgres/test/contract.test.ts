@@ -1,3 +1,4 @@
+import { PostgresPostRepository } from "@posts/adapters-postgres";
 import { openTestDatabase } from "@posts/adapters-postgres/testing";
 import {
   attemptCounterContract,
@@ -14,6 +15,20 @@ for (const engine of ["postgres", "pglite"] as const) {
     return { posts: db.posts, users: db.users };
   };
   postRepositoryContract(`PostgresPostRepository on ${engine}`, open);
+  // With a post cache: pages read through it (ids and versions, then the posts not cached), in
+  // a cache large enough for every post and in one that holds about ten small posts and evicts;
+  // and deciding as recent pages say (which a suite this short leaves mostly reading in full).
+  const cached = (name: string, cache: ConstructorParameters<typeof PostgresPostRepository>[1]) =>
+    postRepositoryContract(`PostgresPostRepository with ${name} on ${engine}`, async () => {
+      opened ??= openTestDatabase(engine);
+      const { db, users } = await opened;
+      return { posts: new PostgresPostRepository(db, cache), users };
+    });
+  cached("a post cache read through", { cache: { maxBytes: 64 * 1024 * 1024, alwaysThroughCache: true } });
+  cached("a tiny post cache read through", {
+    cache: { maxBytes: 5000, maxPostBytes: 5000, alwaysThroughCache: true },
+  });
+  cached("an adaptive post cache", { cache: { maxBytes: 64 * 1024 * 1024 } });
   userRepositoryContract(`PostgresUserRepository on ${engine}`, open);
   attemptCounterContract(`PostgresAttemptCounter on ${engine}`, async () => {
     opened ??= openTestDatabase(engine);

@@ -14,6 +14,7 @@ const ALL = [
   "0002_create_posts",
   "0003_create_attempt_counts",
   "0004_conditional_writes_idempotency_search",
+  "0005_author_pages_from_the_index",
 ];
 const TABLES = [
   "attempt_counts",
@@ -144,7 +145,7 @@ describe.each(ENGINES)("migrations on %s", (engine) => {
       "CREATE INDEX posts_content_trgm_idx ON posts USING gin (content gin_trgm_ops)",
       "CREATE UNIQUE INDEX posts_pkey ON posts USING btree (id)",
       "CREATE INDEX posts_title_trgm_idx ON posts USING gin (title gin_trgm_ops)",
-      "CREATE INDEX posts_user_id_id_idx ON posts USING btree (user_id, id DESC)",
+      "CREATE INDEX posts_user_id_id_idx ON posts USING btree (user_id, id DESC) INCLUDE (updated_at)",
       "CREATE UNIQUE INDEX users_email_lower_key ON users USING btree (lower(email))",
       "CREATE UNIQUE INDEX users_pkey ON users USING btree (id)",
     ]);

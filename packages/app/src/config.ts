@@ -69,6 +69,11 @@ export interface AppConfig {
   readonly metrics: boolean;
   /** How long an idempotency key of POST /api/v1/posts is remembered, in milliseconds. */
   readonly idempotencyTtlMs: number;
+  /**
+   * The posts kept in memory for list and search pages: at most `maxBytes` (estimated), none
+   * larger than `maxPostBytes`. `maxBytes` 0 turns the cache off.
+   */
+  readonly postCache: { readonly maxBytes: number; readonly maxPostBytes: number };
   /** Socket timeouts of the HTTP server, in milliseconds. */
   readonly http: {
     /** Longest a whole request, body included, may take to arrive. */
@@ -92,6 +97,7 @@ export const JWT_SECRET_FILE_NAME = "jwt-secret";
 
 const LOG_LEVELS: readonly LogLevel[] = ["fatal", "error", "warn", "info", "debug", "trace", "silent"];
 const MAX_TIMER_MS = 2_147_483_647; // setTimeout's ceiling; a larger delay fires at once.
+const MIB = 1_048_576;
 // A century: now plus more would soon leave the range of a JavaScript Date (year 275760).
 const MAX_IDEMPOTENCY_TTL_MS = 3_153_600_000_000;
 const PROXY_KEYWORDS = new Set(["loopback", "linklocal", "uniquelocal"]);
@@ -149,6 +155,10 @@ export function loadConfig(env: Environment): Result<AppConfig, readonly string[
     1,
     MAX_IDEMPOTENCY_TTL_MS,
   );
+  const postCache = {
+    maxBytes: read.integer("POST_CACHE_MAX_BYTES", 40 * MIB, 0, Number.MAX_SAFE_INTEGER),
+    maxPostBytes: read.integer("POST_CACHE_MAX_POST_BYTES", MIB, 1, Number.MAX_SAFE_INTEGER),
+  };
   // The HTTP adapter's defaults, stated here so that the README and `loadConfig({})` show them.
   const http = {
     requestTimeoutMs: read.integer("HTTP_REQUEST_TIMEOUT_MS", 30_000, 1, MAX_TIMER_MS),
@@ -179,6 +189,7 @@ export function loadConfig(env: Environment): Result<AppConfig, readonly string[
     },
     metrics,
     idempotencyTtlMs,
+    postCache,
     http,
   };
   return problems.length === 0 ? ok(config) : err(problems);

@@ -1,6 +1,6 @@
 // tsyringe reads the Reflect metadata API when it loads, decorators or not.
 import "reflect-metadata";
-import type { HttpAppOptions } from "@posts/adapters-http";
+import type { HttpAppOptions, PostCacheStats } from "@posts/adapters-http";
 import { DEFAULT_LOGIN_THROTTLE, JwtTokenIssuer } from "@posts/adapters-http";
 import type { DatabaseHandle } from "@posts/adapters-postgres";
 import {
@@ -57,6 +57,17 @@ export const TOKENS = {
   httpAppOptions: Symbol("HttpAppOptions") as InjectionToken<HttpAppOptions>,
 } as const;
 
+/** The `postCache` option of the HTTP app, when the post repository caches posts. */
+function postCacheOf(posts: PostRepository): Pick<HttpAppOptions, "postCache"> {
+  if (!(posts instanceof PostgresPostRepository) || posts.cacheStats() === undefined) return {};
+  return {
+    postCache: {
+      holds: (post) => posts.holdsCached(post),
+      stats: () => posts.cacheStats() as PostCacheStats,
+    },
+  };
+}
+
 /**
  * Wires every adapter to its port in a fresh child container. Each factory caches its
  * instance, so the graph is built once, when `TOKENS.httpAppOptions` is resolved at start-up;
@@ -72,7 +83,13 @@ export function createContainer(seeds: ContainerSeeds): DependencyContainer {
   container.register(TOKENS.clock, { useValue: systemClock });
 
   container.register(TOKENS.postRepository, {
-    useFactory: instanceCachingFactory((c) => new PostgresPostRepository(c.resolve(TOKENS.database).db)),
+    useFactory: instanceCachingFactory((c) => {
+      const { maxBytes, maxPostBytes } = c.resolve(TOKENS.config).postCache;
+      return new PostgresPostRepository(
+        c.resolve(TOKENS.database).db,
+        maxBytes === 0 ? {} : { cache: { maxBytes, maxPostBytes } },
+      );
+    }),
   });
   container.register(TOKENS.userRepository, {
     useFactory: instanceCachingFactory((c) => new PostgresUserRepository(c.resolve(TOKENS.database).db)),
@@ -131,6 +148,7 @@ export function createContainer(seeds: ContainerSeeds): DependencyContainer {
         attemptCounter: c.resolve(TOKENS.attemptCounter),
         metrics: config.metrics,
         poolStats: database.poolStats,
+        ...postCacheOf(c.resolve(TOKENS.postRepository)),
         timeouts: {
           requestMs: config.http.requestTimeoutMs,
           connectionMs: config.http.connectionTimeoutMs,

@@ -2,6 +2,7 @@ import type { AddressInfo } from "node:net";
 import { Argon2PasswordHasher, buildHttpApp } from "@posts/adapters-http";
 import closeWithGrace from "close-with-grace";
 import type { Logger } from "pino";
+import { boundHeapGrowth, CACHED_HEAP_GROWTH_PERCENT } from "./bound-heap-growth.js";
 import type { AppConfig } from "./config.js";
 import { createContainer, TOKENS } from "./container.js";
 import { startExpirySweeper } from "./expiry-sweeper.js";
@@ -63,6 +64,7 @@ export async function serve(config: AppConfig, logger: Logger): Promise<void> {
 }
 
 async function start(config: AppConfig, logger: Logger, resources: Resource[], signal: AbortSignal) {
+  if (config.postCache.maxBytes > 0) boundHeapGrowth(CACHED_HEAP_GROWTH_PERCENT);
   const jwtSecret = await resolveJwtSecret(config, logger);
 
   const database = await openDatabase(config.database, logger);

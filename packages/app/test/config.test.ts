@@ -36,6 +36,7 @@ describe("loadConfig", () => {
       loginThrottle: {},
       metrics: true,
       idempotencyTtlMs: 86_400_000,
+      postCache: { maxBytes: 41_943_040, maxPostBytes: 1_048_576 },
       http: { requestTimeoutMs: 30_000, connectionTimeoutMs: 60_000, keepAliveTimeoutMs: 72_000 },
     } satisfies AppConfig);
   });
@@ -69,6 +70,8 @@ describe("loadConfig", () => {
       LOGIN_THROTTLE_WINDOW_MS: "1000",
       METRICS: "false",
       IDEMPOTENCY_TTL_MS: "60000",
+      POST_CACHE_MAX_BYTES: "1000000",
+      POST_CACHE_MAX_POST_BYTES: "5000",
       HTTP_REQUEST_TIMEOUT_MS: "10000",
       HTTP_CONNECTION_TIMEOUT_MS: "20000",
       HTTP_KEEP_ALIVE_TIMEOUT_MS: "65000",
@@ -97,8 +100,17 @@ describe("loadConfig", () => {
       loginThrottle: { max: 3, windowMs: 1000 },
       metrics: false,
       idempotencyTtlMs: 60_000,
+      postCache: { maxBytes: 1_000_000, maxPostBytes: 5000 },
       http: { requestTimeoutMs: 10_000, connectionTimeoutMs: 20_000, keepAliveTimeoutMs: 65_000 },
     } satisfies AppConfig);
+  });
+
+  it("turns the post cache off with POST_CACHE_MAX_BYTES=0, and refuses sizes that are not whole numbers", () => {
+    expect(valid({ POST_CACHE_MAX_BYTES: "0" }).postCache.maxBytes).toBe(0);
+    expect(problems({ POST_CACHE_MAX_BYTES: "64MB", POST_CACHE_MAX_POST_BYTES: "0" })).toEqual([
+      'POST_CACHE_MAX_BYTES must be a whole number at least 0, got "64MB".',
+      'POST_CACHE_MAX_POST_BYTES must be a whole number at least 1, got "0".',
+    ]);
   });
 
   it("accepts postgresql:// as well as postgres://", () => {

@@ -159,6 +159,27 @@ describe("createContainer", () => {
     expect(await sweep?.deleteExpired(new Date(start.getTime() + 5000))).toBe(1);
   });
 
+  it("gives the post repository the configured cache and the HTTP app access to it, and neither with POST_CACHE_MAX_BYTES=0", async () => {
+    const cached = createContainer({ ...seeds, config: config({ POST_CACHE_MAX_BYTES: "1000000" }) });
+    const posts = cached.resolve(TOKENS.postRepository) as PostgresPostRepository;
+    const { postCache } = cached.resolve(TOKENS.httpAppOptions);
+    expect(postCache?.stats()).toEqual(posts.cacheStats());
+    const author = await aUser(cached.resolve(TOKENS.userRepository));
+    const post = await posts.create({ authorId: author.id, title: "t", content: "c", createdAt: new Date() });
+    if (post === undefined) throw new Error("author gone");
+    const updated = await posts.update({
+      id: post.id,
+      authorId: author.id,
+      changes: { title: "u" },
+      now: new Date(),
+    });
+    expect(updated.ok && postCache?.holds(updated.value)).toBe(true);
+
+    const uncached = createContainer({ ...seeds, config: config({ POST_CACHE_MAX_BYTES: "0" }) });
+    expect((uncached.resolve(TOKENS.postRepository) as PostgresPostRepository).cacheStats()).toBeUndefined();
+    expect(uncached.resolve(TOKENS.httpAppOptions).postCache).toBeUndefined();
+  });
+
   it("keeps the HTTP adapter's login throttle when nothing overrides it", () => {
     const options = createContainer({ ...seeds, config: config({}) }).resolve(TOKENS.httpAppOptions);
 

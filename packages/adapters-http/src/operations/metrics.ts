@@ -1,9 +1,9 @@
 import type { FastifyPluginCallback } from "fastify";
 import fp from "fastify-plugin";
-import { collectDefaultMetrics, Gauge, Registry } from "prom-client";
+import { Counter, collectDefaultMetrics, Gauge, Registry } from "prom-client";
 import { Type } from "typebox";
 import { errorJsonResponse } from "../errors/error-schemas.js";
-import type { DatabasePoolStats } from "../http-app-options.js";
+import type { DatabasePoolStats, PostCacheStats } from "../http-app-options.js";
 import { RequestMetrics } from "./request-metrics.js";
 
 /** The route label of a request no route matched: one value, however many URLs are probed. */
@@ -12,6 +12,7 @@ const UNMATCHED = "unmatched";
 /** What the metrics plugin is given. */
 export interface MetricsOptions {
   readonly poolStats?: () => DatabasePoolStats;
+  readonly postCacheStats?: (() => PostCacheStats) | undefined;
 }
 
 const plugin: FastifyPluginCallback<MetricsOptions> = (app, options, done) => {
@@ -19,6 +20,7 @@ const plugin: FastifyPluginCallback<MetricsOptions> = (app, options, done) => {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   if (options.poolStats !== undefined) registerPoolGauges(registry, options.poolStats);
+  if (options.postCacheStats !== undefined) registerPostCacheMetrics(registry, options.postCacheStats);
   const requests = new RequestMetrics();
   for (const metric of requests.metrics()) registry.registerMetric(metric);
 
@@ -85,10 +87,68 @@ function registerPoolGauges(registry: Registry, stats: () => DatabasePoolStats):
 }
 
 /**
+ * The post cache's counts, read when scraped: the repository counts in plain numbers on its hot
+ * path, and each scrape adds to prom-client's counters what was counted since the one before.
+ */
+function registerPostCacheMetrics(registry: Registry, stats: () => PostCacheStats): void {
+  /** What a counter has been given so far, and how to give it what `stats` counted since. */
+  const catchUp = () => {
+    const given = new Map<string, number>();
+    return (counter: Counter<string>, labels: Record<string, string>, total: number) => {
+      const key = JSON.stringify(labels);
+      counter.inc(labels, total - (given.get(key) ?? 0));
+      given.set(key, total);
+    };
+  };
+  const lookups = catchUp();
+  new Counter({
+    name: "post_cache_lookups_total",
+    help: "Posts listed on a page that were found cached at their version (hit) or read from the database (miss)",
+    labelNames: ["result"] as const,
+    registers: [registry],
+    collect() {
+      const { hits, misses } = stats();
+      lookups(this, { result: "hit" }, hits);
+      lookups(this, { result: "miss" }, misses);
+    },
+  });
+  const pages = catchUp();
+  new Counter({
+    name: "post_cache_pages_total",
+    help: "Pages read through the post cache (ids and versions first) or in full (recent pages mostly missed)",
+    labelNames: ["read"] as const,
+    registers: [registry],
+    collect() {
+      const { pagesThroughCache, pagesInFull } = stats();
+      pages(this, { read: "through_cache" }, pagesThroughCache);
+      pages(this, { read: "in_full" }, pagesInFull);
+    },
+  });
+  new Gauge({
+    name: "post_cache_posts",
+    help: "Posts held in the post cache",
+    registers: [registry],
+    collect() {
+      this.set(stats().posts);
+    },
+  });
+  new Gauge({
+    name: "post_cache_bytes",
+    help: "Bytes the posts held in the post cache are estimated to take (at most its configured size)",
+    registers: [registry],
+    collect() {
+      this.set(stats().bytes);
+    },
+  });
+}
+
+/**
  * Prometheus metrics on the app's own registry, served at GET /metrics: the process's default
  * metrics (CPU, memory, GC, event-loop lag) and, per method, route pattern and status, a
  * request counter `http_requests_total` and a latency histogram `http_request_duration_seconds`;
  * given `poolStats`, the database pool's `db_pool_connections{state}`, `db_pool_waiting_requests`
- * and `db_pool_max_connections`.
+ * and `db_pool_max_connections`; given `postCacheStats`, the post cache's
+ * `post_cache_lookups_total{result}`, `post_cache_pages_total{read}`, `post_cache_posts` and
+ * `post_cache_bytes`.
  */
 export const metrics = fp(plugin, { name: "posts-metrics", fastify: "5.x" });

@@ -28,7 +28,6 @@ import {
   PostPageSchema,
   PostSchema,
   RESPONSE_HEADERS,
-  toPostJson,
 } from "./post-schemas.js";
 import { absoluteUrl, type RouteContext } from "./route-context.js";
 
@@ -47,6 +46,13 @@ const notModified = (description: string, headers: object) => ({
   headers,
 });
 const NO_CACHE = "no-cache";
+/** What Fastify sends a serialized object as; the serializer's JSON text goes out the same. */
+const JSON_TYPE = "application/json; charset=utf-8";
+
+/** Sends JSON text the serializer wrote; the route's response schema stays for OpenAPI only. */
+function sendJson(reply: FastifyReply, json: string): FastifyReply {
+  return reply.header("content-type", JSON_TYPE).send(json);
+}
 
 /** Sets the ETag of an answer that carries one post or a page. */
 function tagged(reply: FastifyReply, tag: EntityTag): FastifyReply {
@@ -79,7 +85,7 @@ function idempotencyKey(request: FastifyRequest): string | undefined {
  * is answered 304 before anything is serialized.
  */
 export const postRoutes: FastifyPluginCallback<RouteContext> = (app, ctx, done) => {
-  const { deps, format, sendEnvelope, guards, entityTags } = ctx;
+  const { deps, sendEnvelope, guards, entityTags, serializer } = ctx;
   const expectedVersions = (request: FastifyRequest) =>
     entityTags.expectedVersions(parseEntityTagCondition(request.headers["if-match"]), idParam(request));
 
@@ -174,11 +180,7 @@ export const postRoutes: FastifyPluginCallback<RouteContext> = (app, ctx, done) 
         if (typeof query.q === "string" && query.q !== "") next.set("q", query.q);
         reply.header("link", `<${absoluteUrl(request, `${POSTS}?${next}`)}>; rel="next"`);
       }
-      return reply.send({
-        content: page.posts.map((post) => toPostJson(post, format)),
-        size: page.size,
-        nextCursor: page.nextCursor,
-      });
+      return sendJson(reply, serializer.page(page));
     },
   );
 
@@ -214,7 +216,7 @@ export const postRoutes: FastifyPluginCallback<RouteContext> = (app, ctx, done) 
       const tag = entityTags.post(result.value);
       tagged(reply, tag).header("cache-control", NO_CACHE);
       if (holdsCurrent(request, tag)) return reply.code(304).send();
-      return reply.send(toPostJson(result.value, format));
+      return sendJson(reply, serializer.post(result.value));
     },
   );
 
@@ -261,7 +263,7 @@ export const postRoutes: FastifyPluginCallback<RouteContext> = (app, ctx, done) 
         expectedVersions: expectedVersions(request),
       });
       if (!result.ok) return sendDomainError(reply, result.error, sendEnvelope);
-      return tagged(reply, entityTags.post(result.value)).send(toPostJson(result.value, format));
+      return sendJson(tagged(reply, entityTags.post(result.value)), serializer.post(result.value));
     },
   );
 

@@ -4,6 +4,7 @@ import type { RouteGuards } from "../auth/route-guards.js";
 import type { SendEnvelope } from "../errors/error-envelope.js";
 import type { TimestampFormatter } from "../http/timestamp-formatter.js";
 import type { PostEntityTags } from "./post-entity-tags.js";
+import type { PostSerializer } from "./post-serializer.js";
 
 /** What every route plugin of one app shares, built once by `buildHttpApp`. */
 export interface RouteContext {
@@ -12,6 +13,8 @@ export interface RouteContext {
   readonly sendEnvelope: SendEnvelope;
   readonly guards: RouteGuards;
   readonly entityTags: PostEntityTags;
+  /** The JSON of every answer that carries a post or a page. */
+  readonly serializer: PostSerializer;
 }
 
 /**

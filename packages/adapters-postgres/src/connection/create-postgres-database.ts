@@ -3,6 +3,7 @@ import pg from "pg";
 import type { Database } from "../schema/database.js";
 import { closeOnce } from "./close-once.js";
 import type { DatabaseHandle } from "./database-handle.js";
+import { DIRECT_STATEMENTS } from "./direct-statements.js";
 import { poolForKysely, poolStats } from "./pool-for-kysely.js";
 import { PREPARED_STATEMENT_NAMES } from "./statement-names.js";
 import { TYPE_PARSERS } from "./type-parsers.js";
@@ -86,14 +87,12 @@ export function createPostgresDatabase(options: PostgresDatabaseOptions): Databa
   // pg-pool re-emits here the error of an idle client it has discarded: already reported above.
   pool.on("error", () => {});
 
-  const db = new Kysely<Database>({
-    dialect: new PostgresDialect({
-      pool: poolForKysely(
-        pool,
-        queryTimeout,
-        options.namedStatements === false ? undefined : PREPARED_STATEMENT_NAMES,
-      ),
-    }),
-  });
+  const { forKysely, run } = poolForKysely(
+    pool,
+    queryTimeout,
+    options.namedStatements === false ? undefined : PREPARED_STATEMENT_NAMES,
+  );
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: forKysely }) });
+  DIRECT_STATEMENTS.set(db, run);
   return { db, engine: "postgres", close: closeOnce(db), poolStats: () => poolStats(pool) };
 }

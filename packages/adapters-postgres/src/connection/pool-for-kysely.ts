@@ -1,5 +1,6 @@
 import type { PostgresCursor, PostgresPool, PostgresPoolClient, PostgresQueryResult } from "kysely";
 import type pg from "pg";
+import type { RunStatement } from "./direct-statements.js";
 import { sqlStateOf } from "./sql-state.js";
 import type { StatementNames } from "./statement-names.js";
 
@@ -29,6 +30,9 @@ const SQLSTATE_STALE_PLAN = "0A000";
 /** What `pg` answers a statement with, through its callback. */
 type Answer = (error: Error | null, result: pg.QueryResult) => void;
 
+/** How a statement ends: an error, or (without one) its result. */
+type Done = (error: Error | null, result?: pg.QueryResult) => void;
+
 /**
  * Hands `pool` to Kysely with each statement sent through `pg`'s callback form and bounded by
  * this adapter's own read timer, instead of `pg`'s promise form and its `query_timeout`.
@@ -56,9 +60,9 @@ export function poolForKysely(
   pool: pg.Pool,
   readTimeoutMillis: number,
   names?: StatementNames,
-): PostgresPool {
-  const clients = new WeakMap<pg.PoolClient, PostgresPoolClient>();
-  const wrap = (client: pg.PoolClient): PostgresPoolClient => {
+): { readonly forKysely: PostgresPool; readonly run: RunStatement } {
+  const clients = new WeakMap<pg.PoolClient, TimedClient>();
+  const wrap = (client: pg.PoolClient): TimedClient => {
     let wrapped = clients.get(client);
     if (wrapped === undefined) {
       wrapped = new TimedClient(client, readTimeoutMillis, names);
@@ -66,15 +70,35 @@ export function poolForKysely(
     }
     return wrapped;
   };
+  const noConnection = () => new Error("the pool gave no connection");
   return {
-    connect: () =>
+    forKysely: {
+      connect: () =>
+        new Promise((resolve, reject) => {
+          pool.connect((error, client) => {
+            if (error || client === undefined) reject(error ?? noConnection());
+            else resolve(wrap(client));
+          });
+        }),
+      end: () => pool.end(),
+    },
+    // What Kysely's driver does with the pool above (connect, query, release whatever
+    // happened), in callbacks, with one promise for the caller.
+    run: (sql, parameters) =>
       new Promise((resolve, reject) => {
         pool.connect((error, client) => {
-          if (error || client === undefined) reject(error ?? new Error("the pool gave no connection"));
-          else resolve(wrap(client));
+          if (error || client === undefined) {
+            reject(error ?? noConnection());
+            return;
+          }
+          const timed = wrap(client);
+          timed.run(sql, parameters, (failure, result) => {
+            timed.release();
+            if (failure) reject(failure);
+            else resolve(result?.rows ?? []);
+          });
         });
       }),
-    end: () => pool.end(),
   };
 }
 
@@ -103,41 +127,51 @@ class TimedClient implements PostgresPoolClient {
     parameters?: ReadonlyArray<unknown>,
   ): Promise<PostgresQueryResult<R>> | PostgresCursor<R> {
     if (typeof sql !== "string") throw new TypeError("cursors are not supported by this pool");
-    // A rollback after a stalled statement would queue behind it: fail it now instead.
-    if (this.#stalled) return Promise.reject(new Error(READ_TIMEOUT));
     return new Promise((resolve, reject) => {
-      let settled = false;
-      const names = this.#names;
-      let name = names?.nameOf(sql);
-      let renewed = false;
-      const timer =
-        this.#readTimeoutMillis > 0
-          ? setTimeout(() => {
-              settled = true;
-              this.#stalled = true;
-              reject(new Error(READ_TIMEOUT));
-            }, this.#readTimeoutMillis)
-          : undefined;
-      const answer: Answer = (error, result) => {
-        if (settled) return;
-        if (error && names && name !== undefined && !renewed && sqlStateOf(error) === SQLSTATE_STALE_PLAN) {
-          renewed = true;
-          name = names.renew(sql, name);
-          // The status pg holds is the one from before this statement (the error arrives ahead
-          // of the next ReadyForQuery): "I" means it ran as a transaction of its own, which the
-          // error rolled back, so running it again is safe. Within the read timer already set.
-          if (this.#client.getTransactionStatus() === "I") {
-            this.#send(sql, name, parameters, answer);
-            return;
-          }
-        }
-        settled = true;
-        clearTimeout(timer);
+      this.run(sql, parameters, (error, result) => {
         if (error) reject(error);
         else resolve(result as unknown as PostgresQueryResult<R>);
-      };
-      this.#send(sql, name, parameters, answer);
+      });
     });
+  }
+
+  /** Runs `sql` under the read timer and its name, as {@link poolForKysely} says; answers through `done`. */
+  run(sql: string, parameters: ReadonlyArray<unknown> | undefined, done: Done): void {
+    // A rollback after a stalled statement would queue behind it: fail it now instead.
+    if (this.#stalled) {
+      done(new Error(READ_TIMEOUT));
+      return;
+    }
+    let settled = false;
+    const names = this.#names;
+    let name = names?.nameOf(sql);
+    let renewed = false;
+    const timer =
+      this.#readTimeoutMillis > 0
+        ? setTimeout(() => {
+            settled = true;
+            this.#stalled = true;
+            done(new Error(READ_TIMEOUT));
+          }, this.#readTimeoutMillis)
+        : undefined;
+    const answer: Answer = (error, result) => {
+      if (settled) return;
+      if (error && names && name !== undefined && !renewed && sqlStateOf(error) === SQLSTATE_STALE_PLAN) {
+        renewed = true;
+        name = names.renew(sql, name);
+        // The status pg holds is the one from before this statement (the error arrives ahead
+        // of the next ReadyForQuery): "I" means it ran as a transaction of its own, which the
+        // error rolled back, so running it again is safe. Within the read timer already set.
+        if (this.#client.getTransactionStatus() === "I") {
+          this.#send(sql, name, parameters, answer);
+          return;
+        }
+      }
+      settled = true;
+      clearTimeout(timer);
+      done(error, result);
+    };
+    this.#send(sql, name, parameters, answer);
   }
 
   /**

@@ -14,12 +14,25 @@ import {
   type PostUpdate,
   type Result,
 } from "@posts/domain";
-import { type Kysely, type NotNull, type RawBuilder, sql } from "kysely";
+import { type Kysely, type NotNull, type RawBuilder, type SelectQueryBuilder, sql } from "kysely";
 import { SQLSTATE_FOREIGN_KEY_VIOLATION, sqlStateOf } from "../connection/sql-state.js";
 import { parseInt8 } from "../connection/type-parsers.js";
 import type { Database } from "../schema/database.js";
+import { PostCache, type PostCacheOptions, type PostCacheStats } from "./post-cache.js";
 import { type PostRow, toPost } from "./post-row.js";
 import { type PreparedStatement, prepare } from "./prepare.js";
+
+/** How a {@link PostgresPostRepository} is set up beyond its database. */
+export interface PostgresPostRepositoryOptions {
+  /**
+   * Keep posts read by pages in memory, bounded as these options say (see `PostCache`): a page
+   * then reads only its posts' ids and versions while recent pages were mostly cached, and the
+   * posts it lists are the same objects from one page to the next. Absent: no cache, every page
+   * read in full. Only for a database whose post ids are never reused (never truncated with
+   * RESTART IDENTITY while the repository lives).
+   */
+  readonly cache?: PostCacheOptions;
+}
 
 /** What a post statement selects of the post itself, in the shape of {@link PostRow}. */
 const POST_COLUMNS_WITHOUT_AUTHOR_EMAIL = [
@@ -55,6 +68,12 @@ interface CreateValues {
   readonly createdAt: string;
 }
 
+/** What a page lists when read through the cache: each post's id and version. */
+interface ListedRow {
+  readonly id: number;
+  readonly updated_at: Date;
+}
+
 /** A page query with the search turned into an ILIKE pattern. */
 interface PageValues {
   readonly limit: number;
@@ -79,15 +98,22 @@ interface DeleteValues {
   readonly versions?: readonly string[];
 }
 
-interface ClaimValues {
-  readonly authorId: number;
+interface KeyedCreateValues extends CreateValues {
   readonly key: string;
   readonly expiresAt: string;
   readonly now: string;
 }
 
-interface KeyedPostValues extends CreateValues {
-  readonly key: string;
+/**
+ * What an idempotent creation learns in its one statement: the post it made, or else the post
+ * the key (remembered and unexpired when the statement began) made before and whether its text
+ * is the same; and whether the author exists.
+ */
+interface KeyedCreateRow {
+  readonly created_id: number | null;
+  readonly existing_id: number | null;
+  readonly same_text: boolean | null;
+  readonly author_exists: boolean;
 }
 
 interface UsedKeyValues {
@@ -95,6 +121,7 @@ interface UsedKeyValues {
   readonly key: string;
   readonly title: string;
   readonly content: string;
+  readonly now: string;
 }
 
 /** A key this author used before and still remembered: the post it made, and whether the text is the same. */
@@ -102,6 +129,13 @@ interface UsedKeyRow {
   readonly post_id: number;
   readonly same_text: boolean;
 }
+
+/**
+ * How often an idempotent creation reads its key again after a concurrent request of the same key
+ * committed it (a second statement each time), before giving up: only a key that expires or is
+ * forgotten in the very moments between two statements needs a second round.
+ */
+const KEYED_CREATE_ROUNDS = 3;
 
 /** How many expired idempotency keys one statement of a sweep deletes at most. */
 const SWEEP_BATCH = 5000;
@@ -126,39 +160,62 @@ function fingerprint(title: RawBuilder<unknown>, content: RawBuilder<unknown>): 
   )`;
 }
 
+/**
+ * Selects a post's columns in the shape of {@link PostRow}, the author's email as a scalar
+ * subquery rather than a join: with a join, a cursor near the end of the index (few rows
+ * estimated below it) made the planner hash the whole users table and sort, 0.55 ms against
+ * 0.07 ms (bench/RESULTS.md); this way each row costs one users_pkey lookup whatever the
+ * estimates. The foreign key guarantees the user.
+ */
+function withAuthorEmail(query: SelectQueryBuilder<Database, "posts", object>) {
+  return query
+    .select((eb) => [
+      ...POST_COLUMNS_WITHOUT_AUTHOR_EMAIL,
+      eb
+        .selectFrom("users")
+        .select("users.email")
+        .whereRef("users.id", "=", "posts.user_id")
+        .as("author_email"),
+    ])
+    .$narrowType<{ author_email: NotNull }>();
+}
+
 /** The ILIKE pattern (with `ESCAPE '\'`) of "contains `search`", its wildcards matching themselves. */
 function containsPattern(search: string): string {
   return `%${search.replace(/[\\%_]/g, "\\$&")}%`;
 }
 
 /**
- * `PostRepository` on PostgreSQL (a server through `pg`, or PGlite). Every operation but an
- * idempotent creation is one statement, so each is atomic without an explicit transaction; an
- * idempotent creation is one transaction. Every statement is compiled once, when the repository
- * is made. Expects a `Kysely` from `createPostgresDatabase` or `createPgliteDatabase` on a
- * database migrated with `migrateToLatest`.
+ * `PostRepository` on PostgreSQL (a server through `pg`, or PGlite). Every change is one
+ * statement, so each is atomic without an explicit transaction (an idempotent creation that meets
+ * a concurrent one with the same key reads it in a second statement). Every statement is compiled
+ * once, when the repository is made. Given a cache (see {@link PostgresPostRepositoryOptions}),
+ * pages are read through it while recent pages were mostly cached. Expects a `Kysely` from
+ * `createPostgresDatabase` or `createPgliteDatabase` on a database migrated with `migrateToLatest`.
  */
 export class PostgresPostRepository implements PostRepository {
-  readonly #db: Kysely<Database>;
   readonly #create: PreparedStatement<CreateValues, PostRow>;
   readonly #findById: PreparedStatement<{ id: number }, PostRow>;
   readonly #exists: PreparedStatement<{ id: number }, { readonly id: number }>;
   /** With or without `beforeId`, then `authorId`, then a search pattern. */
   readonly #pages: Variants<Variants<Variants<PreparedStatement<PageValues, PostRow>>>>;
+  /** The same pages as ids and versions only, in the same variants. */
+  readonly #listings: Variants<Variants<Variants<PreparedStatement<PageValues, ListedRow>>>>;
+  readonly #byIds: PreparedStatement<{ ids: readonly number[] }, PostRow>;
+  readonly #cache: PostCache | undefined;
   /** With or without a new title, then a new content, then expected versions. */
   readonly #updates: Variants<Variants<Variants<PreparedStatement<UpdateValues, UpdateRow>>>>;
   /** With or without expected versions. */
   readonly #deletes: Variants<PreparedStatement<DeleteValues, DeleteRow>>;
-  readonly #claimKey: PreparedStatement<ClaimValues, { readonly claimed: boolean }>;
-  readonly #createUnderKey: PreparedStatement<KeyedPostValues, { readonly id: number }>;
+  readonly #createWithKey: PreparedStatement<KeyedCreateValues, KeyedCreateRow>;
   readonly #usedKey: PreparedStatement<UsedKeyValues, UsedKeyRow>;
   readonly #deleteExpiredKeys: PreparedStatement<
     { now: string; batch: number },
     { readonly forgotten: number }
   >;
 
-  constructor(db: Kysely<Database>) {
-    this.#db = db;
+  constructor(db: Kysely<Database>, options: PostgresPostRepositoryOptions = {}) {
+    this.#cache = options.cache === undefined ? undefined : new PostCache(options.cache);
     // The author's row is read in the same statement that inserts, so a gone author inserts
     // nothing; the foreign key still guards a delete that commits in between (see create()).
     this.#create = prepare(db, (p: CreateValues) =>
@@ -191,38 +248,56 @@ export class PostgresPostRepository implements PostRepository {
 
     // Keyset pagination: the primary key (or the (user_id, id desc) index with an author)
     // finds the first row below the cursor directly, so a deep page costs what the first does.
-    // The author's email is a scalar subquery, not a join: with a join, a cursor near the end
-    // of the index (few rows estimated below it) made the planner hash the whole users table
-    // and sort, 0.55 ms against 0.07 ms (bench/RESULTS.md); this way each of the page's rows
-    // costs one users_pkey lookup whatever the estimates. The foreign key guarantees the user.
     // A search is answered from the trigram indexes on title and content (a bitmap of the
-    // candidate rows, rechecked), whose cost follows the matches, not the table.
+    // candidate rows, rechecked), whose cost follows the matches, not the table, or, for a term
+    // in most posts, by walking the primary key until a page is found; which one depends on the
+    // term, so a search statement is planned for its values every time (unnamed): a generic plan
+    // would walk the whole table for a rare term, or build a bitmap of every post for a common one.
+    const filtered = <Q extends SelectQueryBuilder<Database, "posts", object>>(
+      query: Q,
+      p: Required<PageValues>,
+      before: boolean,
+      byAuthor: boolean,
+      searching: boolean,
+    ): Q =>
+      query
+        .$if(before, (q) => q.where("posts.id", "<", p.beforeId))
+        .$if(byAuthor, (q) => q.where("posts.user_id", "=", p.authorId))
+        .$if(searching, (q) =>
+          q.where(
+            sql<boolean>`(posts.title ILIKE ${p.pattern} ESCAPE '\\' OR posts.content ILIKE ${p.pattern} ESCAPE '\\')`,
+          ),
+        )
+        .orderBy("posts.id", "desc")
+        .limit(p.limit) as Q;
     const page = (before: boolean, byAuthor: boolean, searching: boolean) =>
-      prepare(db, (p: Required<PageValues>) =>
-        db
-          .selectFrom("posts")
-          .select((eb) => [
-            ...POST_COLUMNS_WITHOUT_AUTHOR_EMAIL,
-            eb
-              .selectFrom("users")
-              .select("users.email")
-              .whereRef("users.id", "=", "posts.user_id")
-              .as("author_email"),
-          ])
-          .$narrowType<{ author_email: NotNull }>()
-          .$if(before, (query) => query.where("posts.id", "<", p.beforeId))
-          .$if(byAuthor, (query) => query.where("posts.user_id", "=", p.authorId))
-          .$if(searching, (query) =>
-            query.where(
-              sql<boolean>`(posts.title ILIKE ${p.pattern} ESCAPE '\\' OR posts.content ILIKE ${p.pattern} ESCAPE '\\')`,
-            ),
-          )
-          .orderBy("posts.id", "desc")
-          .limit(p.limit)
-          .compile(),
+      prepare(
+        db,
+        (p: Required<PageValues>) =>
+          filtered(withAuthorEmail(db.selectFrom("posts")), p, before, byAuthor, searching).compile(),
+        { named: !searching },
       );
     this.#pages = bothVariants((before) =>
       bothVariants((byAuthor) => bothVariants((searching) => page(before, byAuthor, searching))),
+    );
+    const listing = (before: boolean, byAuthor: boolean, searching: boolean) =>
+      prepare(
+        db,
+        (p: Required<PageValues>) =>
+          filtered(
+            db.selectFrom("posts").select(["posts.id", "posts.updated_at"]),
+            p,
+            before,
+            byAuthor,
+            searching,
+          ).compile(),
+        { named: !searching },
+      );
+    this.#listings = bothVariants((before) =>
+      bothVariants((byAuthor) => bothVariants((searching) => listing(before, byAuthor, searching))),
+    );
+    this.#byIds = prepare(db, (p: { ids: readonly number[] }) =>
+      withAuthorEmail(db.selectFrom("posts")).where(sql<boolean>`posts.id = ANY(${p.ids}::int8[])`).compile(),
     );
 
     const update = (title: boolean, content: boolean, conditional: boolean) =>
@@ -275,36 +350,48 @@ export class PostgresPostRepository implements PostRepository {
       }),
     );
 
-    // Claims the author's key: inserts it, or takes over a use of it that has expired. A claim
-    // of a key another transaction has just inserted waits on the primary key until that one
-    // ends, then takes it over if it rolled back, or locks its committed row and answers no
-    // row. So is a gone author answered (nothing to select the insert from).
-    this.#claimKey = prepare(db, (p: ClaimValues) =>
-      sql<{ claimed: boolean }>`
-        INSERT INTO idempotency_keys (user_id, key, expires_at)
-        SELECT id, ${p.key}::text, ${p.expiresAt}::timestamptz FROM users WHERE id = ${p.authorId}
-        ON CONFLICT (user_id, key) DO UPDATE
-          SET post_id = NULL, fingerprint = NULL, expires_at = excluded.expires_at
-          WHERE idempotency_keys.expires_at <= ${p.now}::timestamptz
-        RETURNING true AS claimed`.compile(db),
-    );
-
-    // The fingerprint is taken of the stored row, so that the content travels once.
-    this.#createUnderKey = prepare(db, (p: KeyedPostValues) =>
-      sql<{ id: number }>`
-        WITH inserted AS (
-          INSERT INTO posts (title, content, created_at, updated_at, user_id)
-          VALUES (${p.title}::text, ${p.content}::text, ${p.createdAt}::timestamptz, ${p.createdAt}::timestamptz, ${p.authorId})
-          RETURNING id, title, content
-        ), linked AS (
-          UPDATE idempotency_keys AS k
-          SET post_id = inserted.id,
-              fingerprint = ${fingerprint(sql.ref("inserted.title"), sql.ref("inserted.content"))}
-          FROM inserted
-          WHERE k.user_id = ${p.authorId} AND k.key = ${p.key}::text
-          RETURNING k.post_id
+    // One statement, atomic on its own: the key is claimed (inserted, or an expired use of it
+    // taken over) together with the post's id drawn from the posts' sequence, and the post is
+    // inserted under that id only if the claim succeeded. The title and content travel once,
+    // and their fingerprint is computed once. A claim of a key another statement has just
+    // inserted waits on the primary key until that one ends, then takes it over if it rolled
+    // back, or answers no row if it committed: the key's row as this statement's snapshot saw it
+    // then tells nothing about that one, and a second statement reads it (see createIdempotently).
+    // A gone author claims and inserts nothing (nothing to select the claim from).
+    this.#createWithKey = prepare(db, (p: KeyedCreateValues) =>
+      sql<KeyedCreateRow>`
+        WITH given AS (
+          SELECT ${p.title}::text AS title, ${p.content}::text AS content
+        ), fingerprinted AS (
+          SELECT title, content, ${fingerprint(sql.ref("given.title"), sql.ref("given.content"))} AS fingerprint
+          FROM given
+        ), author AS (
+          SELECT id FROM users WHERE id = ${p.authorId}
+        ), claimed AS (
+          INSERT INTO idempotency_keys (user_id, key, expires_at, post_id, fingerprint)
+          SELECT author.id, ${p.key}::text, ${p.expiresAt}::timestamptz,
+                 nextval(pg_get_serial_sequence('posts', 'id')), fingerprinted.fingerprint
+          FROM author, fingerprinted
+          ON CONFLICT (user_id, key) DO UPDATE
+            SET post_id = excluded.post_id, fingerprint = excluded.fingerprint, expires_at = excluded.expires_at
+            WHERE idempotency_keys.expires_at <= ${p.now}::timestamptz
+          RETURNING user_id, post_id
+        ), inserted AS (
+          INSERT INTO posts (id, title, content, created_at, updated_at, user_id) OVERRIDING SYSTEM VALUE
+          SELECT claimed.post_id, fingerprinted.title, fingerprinted.content,
+                 ${p.createdAt}::timestamptz, ${p.createdAt}::timestamptz, claimed.user_id
+          FROM claimed, fingerprinted
+          RETURNING id
         )
-        SELECT post_id AS id FROM linked`.compile(db),
+        SELECT (SELECT id FROM inserted) AS created_id,
+               k.post_id AS existing_id,
+               k.fingerprint = fingerprinted.fingerprint AS same_text,
+               EXISTS (SELECT 1 FROM author) AS author_exists
+        FROM fingerprinted
+        LEFT JOIN idempotency_keys AS k
+          ON k.user_id = ${p.authorId} AND k.key = ${p.key}::text AND k.expires_at > ${p.now}::timestamptz`.compile(
+        db,
+      ),
     );
 
     this.#usedKey = prepare(db, (p: UsedKeyValues) =>
@@ -314,7 +401,9 @@ export class PostgresPostRepository implements PostRepository {
         )
         SELECT k.post_id, k.fingerprint = ${fingerprint(sql.ref("given.title"), sql.ref("given.content"))} AS same_text
         FROM idempotency_keys AS k, given
-        WHERE k.user_id = ${p.authorId} AND k.key = ${p.key}::text`.compile(db),
+        WHERE k.user_id = ${p.authorId} AND k.key = ${p.key}::text AND k.expires_at > ${p.now}::timestamptz`.compile(
+        db,
+      ),
     );
 
     // In batches, so that no statement of a long-overdue sweep runs into the statement timeout;
@@ -351,35 +440,35 @@ export class PostgresPostRepository implements PostRepository {
     post: NewPost,
     key: IdempotencyKey,
   ): Promise<Result<CreatedPost, IdempotentCreateFailure>> {
+    const now = post.createdAt.toISOString();
     try {
-      // Every statement runs on `trx`: on PGlite, the one connection is the transaction's until it ends.
-      return await this.#db.transaction().execute(async (trx) => {
-        const [claim] = await this.#claimKey(
-          {
-            authorId: post.authorId,
-            key: key.key,
-            expiresAt: key.expiresAt.toISOString(),
-            now: post.createdAt.toISOString(),
-          },
-          trx,
-        );
-        if (claim !== undefined) {
-          const [created] = await this.#createUnderKey({ ...createValues(post), key: key.key }, trx);
-          if (created === undefined)
-            throw new Error("the claimed idempotency key vanished before its post was linked");
-          return ok({ id: parseInt8(created.id), replayed: false });
-        }
-        // A new statement sees the row the claim found committed; the claim's lock keeps it there.
-        const [used] = await this.#usedKey(
-          { authorId: post.authorId, key: key.key, title: post.title, content: post.content },
-          trx,
-        );
-        // Without a row to conflict with, only a gone author makes the claim insert nothing.
-        if (used === undefined) return err("author-gone");
-        return used.same_text ? ok({ id: parseInt8(used.post_id), replayed: true }) : err("key-reused");
-      });
+      for (let round = 1; ; round++) {
+        const [row] = await this.#createWithKey({
+          ...createValues(post),
+          key: key.key,
+          expiresAt: key.expiresAt.toISOString(),
+          now,
+        });
+        if (row === undefined) throw new Error("an idempotent creation answered no row");
+        if (row.created_id !== null) return ok({ id: parseInt8(row.created_id), replayed: false });
+        if (!row.author_exists) return err("author-gone");
+        if (row.existing_id !== null) return used(row.existing_id, row.same_text === true);
+        // The key was committed by a concurrent request after this statement began: a new
+        // statement sees it.
+        const [again] = await this.#usedKey({
+          authorId: post.authorId,
+          key: key.key,
+          title: post.title,
+          content: post.content,
+          now,
+        });
+        if (again !== undefined) return used(again.post_id, again.same_text);
+        // Gone again already (expired, or its author deleted): claim it afresh.
+        if (round === KEYED_CREATE_ROUNDS)
+          throw new Error("an idempotency key kept changing under its creation");
+      }
     } catch (error) {
-      // The author was deleted after the claim read the users table.
+      // The author was deleted after the statement read the users table.
       if (sqlStateOf(error) === SQLSTATE_FOREIGN_KEY_VIOLATION) return err("author-gone");
       throw error;
     }
@@ -397,14 +486,67 @@ export class PostgresPostRepository implements PostRepository {
 
   async findById(id: number): Promise<Post | undefined> {
     const [row] = await this.#findById({ id });
-    return row === undefined ? undefined : toPost(row);
+    if (row === undefined) return undefined;
+    // The cached object when it is this version, so that what callers keep beside it (the
+    // HTTP adapter's JSON) serves again; a post read alone is not cached, so that reading many
+    // posts once each does not churn the pages' cache.
+    return this.#cache?.peek(parseInt8(row.id), row.updated_at.getTime()) ?? toPost(row);
   }
 
   async listPage(query: PostPageQuery): Promise<readonly Post[]> {
     const { search, ...rest } = query;
     const values: PageValues = search === undefined ? rest : { ...rest, pattern: containsPattern(search) };
-    const rows = await this.#pages[variant(query.beforeId)][variant(query.authorId)][variant(search)](values);
-    return rows.map(toPost);
+    const before = variant(query.beforeId);
+    const byAuthor = variant(query.authorId);
+    const searching = variant(search);
+    const cache = this.#cache;
+    const inFull = this.#pages[before][byAuthor][searching];
+    if (cache === undefined) return (await inFull(values)).map(toPost);
+    // U+0000 cannot occur in a search, so the key tells every page apart.
+    const admitted = cache.admits(
+      `${query.limit}\u0000${query.beforeId}\u0000${query.authorId}\u0000${search}`,
+    );
+    if (!cache.readsThrough) return adopt(cache, await inFull(values), admitted);
+
+    const listed = await this.#listings[before][byAuthor][searching](values);
+    const posts: (Post | undefined)[] = [];
+    let missing: number[] | undefined;
+    for (const row of listed) {
+      const id = parseInt8(row.id);
+      const post = cache.lookUp(id, row.updated_at.getTime());
+      if (post === undefined) {
+        missing ??= [];
+        missing.push(id);
+      }
+      posts.push(post);
+    }
+    cache.notePage(missing === undefined);
+    if (missing === undefined) return posts as Post[];
+    const rows = await this.#byIds({ ids: missing });
+    // A post deleted between the two statements leaves a hole: read the page again, whole.
+    if (rows.length < missing.length) return (await inFull(values)).map(toPost);
+    const read = new Map<number, Post>();
+    for (const row of rows) {
+      // Possibly a newer version than listed, if it changed in between: as a page read a moment later.
+      const post = toPost(row);
+      if (admitted) cache.store(post);
+      read.set(post.id, post);
+    }
+    return posts.map((post, i) => post ?? (read.get(parseInt8((listed[i] as ListedRow).id)) as Post));
+  }
+
+  /** What the cache has done and holds; `undefined` without one. */
+  cacheStats(): PostCacheStats | undefined {
+    return this.#cache?.stats();
+  }
+
+  /**
+   * Whether `post` is the object this repository's cache holds for its id, which it answers
+   * again for as long as that version is current: what a caller keeps beside such a post (its
+   * JSON) serves again. False without a cache.
+   */
+  holdsCached(post: Post): boolean {
+    return this.#cache?.holds(post) ?? false;
   }
 
   async update(update: PostUpdate): Promise<Result<Post, OwnedWriteFailure>> {
@@ -420,7 +562,10 @@ export class PostgresPostRepository implements PostRepository {
     });
     if (row === undefined) return err("not-found");
     if (!changed(row)) return err(await this.#whyNot(row, update));
-    return ok(toPost(row));
+    const post = toPost(row);
+    // The next page that lists it finds this version here.
+    this.#cache?.store(post);
+    return ok(post);
   }
 
   async delete(target: PostDeletion): Promise<Result<void, OwnedWriteFailure>> {
@@ -431,7 +576,10 @@ export class PostgresPostRepository implements PostRepository {
       versions,
     });
     if (row === undefined) return err("not-found");
-    if (row.deleted_id !== null) return ok(undefined);
+    if (row.deleted_id !== null) {
+      this.#cache?.forget(target.id);
+      return ok(undefined);
+    }
     return err(await this.#whyNot(row, target));
   }
 
@@ -455,6 +603,29 @@ export class PostgresPostRepository implements PostRepository {
     const [still] = await this.#exists({ id: target.id });
     return still === undefined ? "not-found" : "version-mismatch";
   }
+}
+
+/**
+ * The posts of a page read in full, each the cached object when the cache holds that version;
+ * the others are stored when the page is `admitted` (see `PostCache.admits`).
+ */
+function adopt(cache: PostCache, rows: readonly PostRow[], admitted: boolean): Post[] {
+  let allCached = true;
+  const posts = rows.map((row) => {
+    const cached = cache.lookUp(parseInt8(row.id), row.updated_at.getTime());
+    if (cached !== undefined) return cached;
+    allCached = false;
+    const post = toPost(row);
+    if (admitted) cache.store(post);
+    return post;
+  });
+  cache.notePage(allCached);
+  return posts;
+}
+
+/** The answer of a key used before: its post again when the text is the same, else "key-reused". */
+function used(postId: number, sameText: boolean): Result<CreatedPost, IdempotentCreateFailure> {
+  return sameText ? ok({ id: parseInt8(postId), replayed: true }) : err("key-reused");
 }
 
 function createValues(post: NewPost): CreateValues {

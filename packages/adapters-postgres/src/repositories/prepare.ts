@@ -1,4 +1,5 @@
 import type { CompiledQuery, Kysely } from "kysely";
+import { DIRECT_STATEMENTS } from "../connection/direct-statements.js";
 import { PREPARED_STATEMENT_NAMES } from "../connection/statement-names.js";
 import type { Database } from "../schema/database.js";
 
@@ -21,7 +22,9 @@ export type PreparedStatement<P, Row> = (values: P, on?: Kysely<Database>) => Pr
  * Optional members of `P` serve statements built in variants: a variant that does not use a
  * value may be run without it; running one without a value it uses throws. On a PostgreSQL
  * server the statement also runs as a named prepared statement (see `StatementNames`), so the
- * server too parses it once per connection and keeps a plan where one serves every value.
+ * server too parses it once per connection and keeps a plan where one serves every value;
+ * `{ named: false }` keeps it unnamed, planned afresh for the values of every execution, for a
+ * statement whose best plan depends on them so much that one plan for all could cost seconds.
  *
  * ```ts
  * const byId = prepare(db, (p: { id: number }) =>
@@ -32,6 +35,7 @@ export type PreparedStatement<P, Row> = (values: P, on?: Kysely<Database>) => Pr
 export function prepare<P extends object, Row>(
   db: Kysely<Database>,
   build: (values: Required<P>) => CompiledQuery<Row>,
+  options: { readonly named?: boolean } = {},
 ): PreparedStatement<P, Row> {
   const standIns = new Proxy(
     {},
@@ -43,11 +47,14 @@ export function prepare<P extends object, Row>(
     },
   ) as Required<P>;
   const compiled = build(standIns);
-  PREPARED_STATEMENT_NAMES.register(compiled.sql);
+  if (options.named !== false) PREPARED_STATEMENT_NAMES.register(compiled.sql);
   // For each parameter slot: the name of the value it takes, or the constant compiled into it.
   const slots = compiled.parameters.map((parameter) =>
     parameter instanceof Placeholder ? { name: parameter.name } : { constant: parameter },
   );
+  // A database of createPostgresDatabase runs it on its pool directly; a transaction, PGlite or
+  // a Kysely made elsewhere through Kysely's executor.
+  const direct = DIRECT_STATEMENTS.get(db);
   return async (values, on = db) => {
     const parameters = slots.map((slot) => {
       if ("constant" in slot) return slot.constant;
@@ -55,6 +62,7 @@ export function prepare<P extends object, Row>(
       if (value === undefined) throw new TypeError(`prepared statement needs a value for "${slot.name}"`);
       return value;
     });
+    if (direct !== undefined && on === db) return (await direct(compiled.sql, parameters)) as Row[];
     const result = await on.executeQuery<Row>({ ...compiled, parameters });
     return result.rows;
   };

@@ -1,0 +1,14 @@
+import type { Kysely } from "kysely";
+import type { Database } from "../schema/database.js";
+
+/** Runs one statement with its parameters on a connection of its own, answering the rows. */
+export type RunStatement = (sql: string, parameters: readonly unknown[]) => Promise<unknown[]>;
+
+/**
+ * For each `Kysely` that `createPostgresDatabase` made: how to run a statement on its pool
+ * without Kysely's executor. `prepare()` runs its statements this way outside transactions.
+ * Why: per statement, Kysely's executor (connection provider, query id, result transformation,
+ * the promises between them) cost a GET of one post about 3 µs of its 50 µs of CPU
+ * (bench/RESULTS.md); the statement, its connection, its read timer and its name are the same.
+ */
+export const DIRECT_STATEMENTS = new WeakMap<Kysely<Database>, RunStatement>();
