@@ -2,8 +2,8 @@ import { Agent, request, STATUS_CODES } from "node:http";
 import { type AddressInfo, connect } from "node:net";
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterEach, describe, expect, it } from "vitest";
-import { TIMESTAMP } from "./support/expectations.js";
-import { buildTestApp, type TestApp } from "./support/test-app.js";
+import { TIMESTAMP } from "../support/expectations.js";
+import { buildTestApp, type TestApp } from "../support/test-app.js";
 
 /** Far longer than any test here waits: a close that waits for it fails the test. */
 const KEEP_ALIVE_MS = 60_000;

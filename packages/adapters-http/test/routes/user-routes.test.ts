@@ -3,9 +3,9 @@ import { MESSAGES } from "@posts/domain";
 import { anEmail, aPost, InMemoryAttemptCounter } from "@posts/domain/testing";
 import type { InjectOptions } from "fastify";
 import { describe, expect, it } from "vitest";
-import { expectEnvelope, expectErrorJson, JSON_UTF8 } from "./support/expectations.js";
-import { TEST_ISSUER, TEST_SECRET, tokenFor } from "./support/mint-token.js";
-import { buildTestApp, type TestApp, useTestApp } from "./support/test-app.js";
+import { expectEnvelope, expectErrorJson, JSON_UTF8 } from "../support/expectations.js";
+import { TEST_ISSUER, TEST_SECRET, tokenFor } from "../support/mint-token.js";
+import { buildTestApp, type TestApp, useTestApp } from "../support/test-app.js";
 
 describe("users", () => {
   const t = useTestApp();

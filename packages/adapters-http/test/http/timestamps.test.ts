@@ -2,9 +2,9 @@ import { timestampFormatter } from "@posts/adapters-http";
 import { aPost, aUser } from "@posts/domain/testing";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { TIMESTAMP } from "./support/expectations.js";
-import { tokenFor } from "./support/mint-token.js";
-import { buildTestApp } from "./support/test-app.js";
+import { TIMESTAMP } from "../support/expectations.js";
+import { tokenFor } from "../support/mint-token.js";
+import { buildTestApp } from "../support/test-app.js";
 
 describe("timestampFormatter", () => {
   const instant = new Date("2026-11-22T15:04:05.007Z");

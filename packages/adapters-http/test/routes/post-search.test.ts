@@ -1,8 +1,8 @@
 import { MESSAGES } from "@posts/domain";
 import { aPost, aUser } from "@posts/domain/testing";
 import { beforeAll, describe, expect, it } from "vitest";
-import { expectEnvelope } from "./support/expectations.js";
-import { useTestApp } from "./support/test-app.js";
+import { expectEnvelope } from "../support/expectations.js";
+import { useTestApp } from "../support/test-app.js";
 
 const PATH = "/api/v1/posts";
 const LINK = /^<(http:\/\/localhost(?::\d+)?(\/api\/v1\/posts\?[^>]+))>; rel="next"$/;

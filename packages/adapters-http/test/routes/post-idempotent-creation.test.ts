@@ -2,9 +2,9 @@ import { DEFAULT_IDEMPOTENCY_TTL_MS } from "@posts/domain";
 import { aUser } from "@posts/domain/testing";
 import type { InjectOptions, LightMyRequestResponse } from "fastify";
 import { describe, expect, it } from "vitest";
-import { expectEnvelope, expectErrorJson } from "./support/expectations.js";
-import { tokenFor } from "./support/mint-token.js";
-import { buildTestApp, useTestApp } from "./support/test-app.js";
+import { expectEnvelope, expectErrorJson } from "../support/expectations.js";
+import { tokenFor } from "../support/mint-token.js";
+import { buildTestApp, useTestApp } from "../support/test-app.js";
 
 const PATH = "/api/v1/posts";
 const KEY_MESSAGE = "Idempotency-Key는 공백 없는 ASCII 문자 1자 이상 255자 이하여야 합니다.";

@@ -5,7 +5,7 @@ import {
   formatEntityTag,
   matchesWeakly,
   parseEntityTagCondition,
-} from "../src/http/entity-tag-condition.js";
+} from "../../src/http/entity-tag-condition.js";
 
 const strong = (opaque: string): EntityTag => ({ weak: false, opaque });
 const weak = (opaque: string): EntityTag => ({ weak: true, opaque });

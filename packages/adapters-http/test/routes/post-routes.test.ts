@@ -2,9 +2,15 @@ import { MESSAGES } from "@posts/domain";
 import { aPost, aUser } from "@posts/domain/testing";
 import type { InjectOptions } from "fastify";
 import { describe, expect, it } from "vitest";
-import { expectEnvelope, expectErrorJson, expectText, JSON_UTF8, TIMESTAMP } from "./support/expectations.js";
-import { tokenFor } from "./support/mint-token.js";
-import { useTestApp } from "./support/test-app.js";
+import {
+  expectEnvelope,
+  expectErrorJson,
+  expectText,
+  JSON_UTF8,
+  TIMESTAMP,
+} from "../support/expectations.js";
+import { tokenFor } from "../support/mint-token.js";
+import { useTestApp } from "../support/test-app.js";
 
 const POST_NOT_FOUND = "게시글을 찾을 수 없습니다.";
 const NOT_AUTHOR_MODIFY = "게시글 작성자만 수정할 수 있습니다.";

@@ -3,9 +3,9 @@ import type { AddressInfo } from "node:net";
 import { aPost, aUser } from "@posts/domain/testing";
 import type { InjectOptions, LightMyRequestResponse } from "fastify";
 import { beforeAll, describe, expect, it } from "vitest";
-import { expectEnvelope, expectErrorJson, expectText, JSON_UTF8 } from "./support/expectations.js";
-import { tokenFor } from "./support/mint-token.js";
-import { buildTestApp, useTestApp } from "./support/test-app.js";
+import { expectEnvelope, expectErrorJson, expectText, JSON_UTF8 } from "../support/expectations.js";
+import { tokenFor } from "../support/mint-token.js";
+import { buildTestApp, useTestApp } from "../support/test-app.js";
 
 const POST_NOT_FOUND = "게시글을 찾을 수 없습니다.";
 const NOT_AUTHOR_MODIFY = "게시글 작성자만 수정할 수 있습니다.";

@@ -1,7 +1,7 @@
 import type { Post, PostPage } from "@posts/domain";
 import { describe, expect, it } from "vitest";
-import { type EntityTag, parseEntityTagCondition } from "../src/http/entity-tag-condition.js";
-import { postEntityTags } from "../src/routes/post-entity-tags.js";
+import { type EntityTag, parseEntityTagCondition } from "../../src/http/entity-tag-condition.js";
+import { postEntityTags } from "../../src/routes/post-entity-tags.js";
 
 const CREATED = new Date("2026-11-22T10:15:30.123Z");
 

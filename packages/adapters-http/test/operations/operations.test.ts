@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { expectEnvelope } from "./support/expectations.js";
-import { buildTestApp, useTestApp } from "./support/test-app.js";
+import { expectEnvelope } from "../support/expectations.js";
+import { buildTestApp, useTestApp } from "../support/test-app.js";
 
 describe("operations", () => {
   const t = useTestApp();

@@ -2,9 +2,9 @@ import { Agent, request, STATUS_CODES } from "node:http";
 import type { AddressInfo } from "node:net";
 import { connect } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { TIMESTAMP } from "./support/expectations.js";
-import { tokenFor } from "./support/mint-token.js";
-import { buildTestApp, type TestApp } from "./support/test-app.js";
+import { TIMESTAMP } from "../support/expectations.js";
+import { tokenFor } from "../support/mint-token.js";
+import { buildTestApp, type TestApp } from "../support/test-app.js";
 
 /** Sends raw bytes and answers everything the server wrote until it closed the connection. */
 function raw(port: number, text: string): Promise<string> {

@@ -1,6 +1,6 @@
 import { Counter, Histogram, Registry } from "prom-client";
 import { describe, expect, it } from "vitest";
-import { LATENCY_BUCKETS, RequestMetrics } from "../src/operations/request-metrics.js";
+import { LATENCY_BUCKETS, RequestMetrics } from "../../src/operations/request-metrics.js";
 
 const LABELS = ["method", "route", "status_code"] as const;
 

@@ -2,10 +2,10 @@ import type { Post, PostPage } from "@posts/domain";
 import fc from "fast-check";
 import Fastify from "fastify";
 import { describe, expect, it } from "vitest";
-import { timestampFormatter } from "../src/http/timestamp-formatter.js";
-import type { PostCacheAccess } from "../src/http-app-options.js";
-import { PostPageSchema, PostSchema, toPostJson } from "../src/routes/post-schemas.js";
-import { postSerializer } from "../src/routes/post-serializer.js";
+import { timestampFormatter } from "../../src/http/timestamp-formatter.js";
+import type { PostCacheAccess } from "../../src/http-app-options.js";
+import { PostPageSchema, PostSchema, toPostJson } from "../../src/routes/post-schemas.js";
+import { postSerializer } from "../../src/routes/post-serializer.js";
 
 const format = timestampFormatter("Asia/Seoul");
 

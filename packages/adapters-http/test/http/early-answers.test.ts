@@ -3,15 +3,15 @@ import { type AddressInfo, connect, type Socket } from "node:net";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { HttpAppOptions } from "@posts/adapters-http";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { JSON_UTF8, TIMESTAMP } from "./support/expectations.js";
+import { JSON_UTF8, TIMESTAMP } from "../support/expectations.js";
 import {
   completeAnswer,
   type ImpatientClient,
   jsonBody,
   type RawAnswer,
   startImpatientClient,
-} from "./support/impatient-client.js";
-import { buildTestApp, type TestApp } from "./support/test-app.js";
+} from "../support/impatient-client.js";
+import { buildTestApp, type TestApp } from "../support/test-app.js";
 
 /** Small, so the bodies stay small; every body of the first suite is over it. */
 const BODY_LIMIT = 768 * 1024;
