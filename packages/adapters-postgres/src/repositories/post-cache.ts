@@ -146,6 +146,14 @@ export class PostCache {
     this.#posts.set(post.id, post);
   }
 
+  /**
+   * Caches `post` in place of the version of its id held now, if any: a change to a post that
+   * pages read keeps being read from here, and a change to one they do not costs nothing.
+   */
+  replace(post: Post): void {
+    if (this.#posts.has(post.id)) this.#posts.set(post.id, post);
+  }
+
   /** Whether `post` is the very object cached for its id (as `lookUp` or `peek` answered it). */
   holds(post: Post): boolean {
     return this.#posts.peek(post.id) === post;

@@ -563,8 +563,8 @@ export class PostgresPostRepository implements PostRepository {
     if (row === undefined) return err("not-found");
     if (!changed(row)) return err(await this.#whyNot(row, update));
     const post = toPost(row);
-    // The next page that lists it finds this version here.
-    this.#cache?.store(post);
+    // The next page that lists a post it holds finds this version here.
+    this.#cache?.replace(post);
     return ok(post);
   }
 

@@ -55,15 +55,22 @@ export function prepare<P extends object, Row>(
   // A database of createPostgresDatabase runs it on its pool directly; a transaction, PGlite or
   // a Kysely made elsewhere through Kysely's executor.
   const direct = DIRECT_STATEMENTS.get(db);
-  return async (values, on = db) => {
-    const parameters = slots.map((slot) => {
-      if ("constant" in slot) return slot.constant;
-      const value = (values as Record<string, unknown>)[slot.name];
-      if (value === undefined) throw new TypeError(`prepared statement needs a value for "${slot.name}"`);
-      return value;
-    });
-    if (direct !== undefined && on === db) return (await direct(compiled.sql, parameters)) as Row[];
-    const result = await on.executeQuery<Row>({ ...compiled, parameters });
-    return result.rows;
+  const throughKysely = async (on: Kysely<Database>, parameters: unknown[]) =>
+    (await on.executeQuery<Row>({ ...compiled, parameters })).rows;
+  // Not an async function: the direct path answers the pool's own promise, one fewer per statement.
+  return (values, on = db) => {
+    let parameters: unknown[];
+    try {
+      parameters = slots.map((slot) => {
+        if ("constant" in slot) return slot.constant;
+        const value = (values as Record<string, unknown>)[slot.name];
+        if (value === undefined) throw new TypeError(`prepared statement needs a value for "${slot.name}"`);
+        return value;
+      });
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    if (direct !== undefined && on === db) return direct(compiled.sql, parameters) as Promise<Row[]>;
+    return throughKysely(on, parameters);
   };
 }
