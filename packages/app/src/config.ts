@@ -156,7 +156,7 @@ export function loadConfig(env: Environment): Result<AppConfig, readonly string[
     MAX_IDEMPOTENCY_TTL_MS,
   );
   const postCache = {
-    maxBytes: read.integer("POST_CACHE_MAX_BYTES", 40 * MIB, 0, Number.MAX_SAFE_INTEGER),
+    maxBytes: read.integer("POST_CACHE_MAX_BYTES", 36 * MIB, 0, Number.MAX_SAFE_INTEGER),
     maxPostBytes: read.integer("POST_CACHE_MAX_POST_BYTES", MIB, 1, Number.MAX_SAFE_INTEGER),
   };
   // The HTTP adapter's defaults, stated here so that the README and `loadConfig({})` show them.

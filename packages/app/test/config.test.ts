@@ -36,7 +36,7 @@ describe("loadConfig", () => {
       loginThrottle: {},
       metrics: true,
       idempotencyTtlMs: 86_400_000,
-      postCache: { maxBytes: 41_943_040, maxPostBytes: 1_048_576 },
+      postCache: { maxBytes: 37_748_736, maxPostBytes: 1_048_576 },
       http: { requestTimeoutMs: 30_000, connectionTimeoutMs: 60_000, keepAliveTimeoutMs: 72_000 },
     } satisfies AppConfig);
   });

@@ -4,6 +4,7 @@ import {
   err,
   type IdempotencyKey,
   type IdempotentCreateFailure,
+  MAX_PAGE_SIZE,
   type NewPost,
   type OwnedWriteFailure,
   ok,
@@ -72,6 +73,12 @@ interface CreateValues {
 interface ListedRow {
   readonly id: number;
   readonly updated_at: Date;
+}
+
+/** The statements of a page, in full and as ids and versions, by `beforeId`, then `authorId`, then search. */
+interface PageStatements {
+  readonly inFull: Variants<Variants<Variants<PreparedStatement<PageValues, PostRow>>>>;
+  readonly listing: Variants<Variants<Variants<PreparedStatement<PageValues, ListedRow>>>>;
 }
 
 /** A page query with the search turned into an ILIKE pattern. */
@@ -197,10 +204,8 @@ export class PostgresPostRepository implements PostRepository {
   readonly #create: PreparedStatement<CreateValues, PostRow>;
   readonly #findById: PreparedStatement<{ id: number }, PostRow>;
   readonly #exists: PreparedStatement<{ id: number }, { readonly id: number }>;
-  /** With or without `beforeId`, then `authorId`, then a search pattern. */
-  readonly #pages: Variants<Variants<Variants<PreparedStatement<PageValues, PostRow>>>>;
-  /** The same pages as ids and versions only, in the same variants. */
-  readonly #listings: Variants<Variants<Variants<PreparedStatement<PageValues, ListedRow>>>>;
+  /** The page statements with this limit written into them (see {@link pageStatements}). */
+  readonly #pageStatements: (limit: number) => PageStatements;
   readonly #byIds: PreparedStatement<{ ids: readonly number[] }, PostRow>;
   readonly #cache: PostCache | undefined;
   /** With or without a new title, then a new content, then expected versions. */
@@ -268,34 +273,62 @@ export class PostgresPostRepository implements PostRepository {
             sql<boolean>`(posts.title ILIKE ${p.pattern} ESCAPE '\\' OR posts.content ILIKE ${p.pattern} ESCAPE '\\')`,
           ),
         )
-        .orderBy("posts.id", "desc")
-        .limit(p.limit) as Q;
-    const page = (before: boolean, byAuthor: boolean, searching: boolean) =>
-      prepare(
-        db,
-        (p: Required<PageValues>) =>
-          filtered(withAuthorEmail(db.selectFrom("posts")), p, before, byAuthor, searching).compile(),
-        { named: !searching },
-      );
-    this.#pages = bothVariants((before) =>
-      bothVariants((byAuthor) => bothVariants((searching) => page(before, byAuthor, searching))),
-    );
-    const listing = (before: boolean, byAuthor: boolean, searching: boolean) =>
-      prepare(
-        db,
-        (p: Required<PageValues>) =>
-          filtered(
-            db.selectFrom("posts").select(["posts.id", "posts.updated_at"]),
-            p,
-            before,
-            byAuthor,
-            searching,
-          ).compile(),
-        { named: !searching },
-      );
-    this.#listings = bothVariants((before) =>
-      bothVariants((byAuthor) => bothVariants((searching) => listing(before, byAuthor, searching))),
-    );
+        .orderBy("posts.id", "desc") as Q;
+    // The limit is written into the statement, not bound: with LIMIT $n PostgreSQL cannot price
+    // a generic plan (it assumes a tenth of the table) and plans the statement afresh at every
+    // execution, which cost a page statement a third of its CPU there (bench/RESULTS.md). So
+    // there is a set of statements per page size, made on first use; sizes are few (1 to 100).
+    const pageStatementsFor = (limit: number | undefined): PageStatements => {
+      const limited = <Q extends SelectQueryBuilder<Database, "posts", object>>(
+        query: Q,
+        p: Required<PageValues>,
+      ) => (limit === undefined ? query.limit(p.limit) : query.limit(sql.lit(limit))) as Q;
+      const page = (before: boolean, byAuthor: boolean, searching: boolean) =>
+        prepare(
+          db,
+          (p: Required<PageValues>) =>
+            limited(
+              filtered(withAuthorEmail(db.selectFrom("posts")), p, before, byAuthor, searching),
+              p,
+            ).compile(),
+          { named: !searching },
+        );
+      const listing = (before: boolean, byAuthor: boolean, searching: boolean) =>
+        prepare(
+          db,
+          (p: Required<PageValues>) =>
+            limited(
+              filtered(
+                db.selectFrom("posts").select(["posts.id", "posts.updated_at"]),
+                p,
+                before,
+                byAuthor,
+                searching,
+              ),
+              p,
+            ).compile(),
+          { named: !searching },
+        );
+      return {
+        inFull: bothVariants((before) =>
+          bothVariants((byAuthor) => bothVariants((searching) => page(before, byAuthor, searching))),
+        ),
+        listing: bothVariants((before) =>
+          bothVariants((byAuthor) => bothVariants((searching) => listing(before, byAuthor, searching))),
+        ),
+      };
+    };
+    const bySize = new Map<number, PageStatements>();
+    const anySize = pageStatementsFor(undefined);
+    this.#pageStatements = (limit) => {
+      if (!(Number.isSafeInteger(limit) && limit >= 1 && limit <= MAX_PAGE_SIZE + 1)) return anySize;
+      let statements = bySize.get(limit);
+      if (statements === undefined) {
+        statements = pageStatementsFor(limit);
+        bySize.set(limit, statements);
+      }
+      return statements;
+    };
     this.#byIds = prepare(db, (p: { ids: readonly number[] }) =>
       withAuthorEmail(db.selectFrom("posts")).where(sql<boolean>`posts.id = ANY(${p.ids}::int8[])`).compile(),
     );
@@ -500,7 +533,8 @@ export class PostgresPostRepository implements PostRepository {
     const byAuthor = variant(query.authorId);
     const searching = variant(search);
     const cache = this.#cache;
-    const inFull = this.#pages[before][byAuthor][searching];
+    const statements = this.#pageStatements(query.limit);
+    const inFull = statements.inFull[before][byAuthor][searching];
     if (cache === undefined) return (await inFull(values)).map(toPost);
     // U+0000 cannot occur in a search, so the key tells every page apart.
     const admitted = cache.admits(
@@ -508,7 +542,7 @@ export class PostgresPostRepository implements PostRepository {
     );
     if (!cache.readsThrough) return adopt(cache, await inFull(values), admitted);
 
-    const listed = await this.#listings[before][byAuthor][searching](values);
+    const listed = await statements.listing[before][byAuthor][searching](values);
     const posts: (Post | undefined)[] = [];
     let missing: number[] | undefined;
     for (const row of listed) {
