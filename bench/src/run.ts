@@ -9,8 +9,14 @@ import { existsSync } from "node:fs";
 import os from "node:os";
 import { hash } from "@node-rs/argon2";
 import pg from "pg";
-import { createFallbackSchema, recreateDatabase, SEED_PASSWORD, seed, withDatabase } from "./database.js";
-import { runEmbedded } from "./embedded-run.js";
+import {
+  createFallbackSchema,
+  recreateDatabase,
+  SEED_PASSWORD,
+  seed,
+  withDatabase,
+} from "./load/database.js";
+import { runEmbedded } from "./load/embedded-run.js";
 import {
   BASELINE_MAIN,
   EXPRESS_MAIN,
@@ -26,9 +32,9 @@ import {
   serverDatabaseUrl,
   serverEnv,
   since,
-} from "./harness.js";
+} from "./load/harness.js";
 import { type Options, parseOptions } from "./options.js";
-import { freePorts, runNode, type ServerProcess, startServer } from "./server-process.js";
+import { freePorts, runNode, type ServerProcess, startServer } from "./servers/server-process.js";
 
 async function runPostgres(options: Options) {
   const serviceBuilt = existsSync(SERVICE_MAIN);

@@ -18,11 +18,11 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import pg from "pg";
-import { recreateDatabase, withDatabase } from "./database.js";
-import { freePorts, residentBytes } from "./server-process.js";
-import { afterFullCollections, analyzeLoad, type MemorySample, memoryTrend } from "./soak-analysis.js";
-import type { LoadSettings, LoadWorker, RequestRecord } from "./soak-load.js";
-import { type CheckVerdict, keptNotes, type SoakResult, soakReport } from "./soak-report.js";
+import { recreateDatabase, withDatabase } from "./load/database.js";
+import { freePorts, residentBytes } from "./servers/server-process.js";
+import { afterFullCollections, analyzeLoad, type MemorySample, memoryTrend } from "./soak/soak-analysis.js";
+import type { LoadSettings, LoadWorker, RequestRecord } from "./soak/soak-load.js";
+import { type CheckVerdict, keptNotes, type SoakResult, soakReport } from "./soak/soak-report.js";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 const RESULTS = `${ROOT}bench/results`;
@@ -148,7 +148,7 @@ async function prepareClients(url: string): Promise<LoadWorker[]> {
 
 /** Runs soak-load.js in its own process; resolves when its time is up. */
 async function runLoad(load: LoadSettings): Promise<void> {
-  const child = spawn(process.execPath, [`${ROOT}bench/dist/soak-load.js`], {
+  const child = spawn(process.execPath, [`${ROOT}bench/dist/soak/soak-load.js`], {
     env: { ...process.env, SOAK_LOAD: JSON.stringify(load) },
     stdio: ["ignore", "pipe", "inherit"],
   });

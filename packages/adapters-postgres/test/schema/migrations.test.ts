@@ -7,7 +7,7 @@ import {
 import { migrateTo } from "@posts/adapters-postgres/testing";
 import { sql } from "kysely";
 import { describe, expect, it } from "vitest";
-import { ENGINES, useTestDatabase } from "./use-test-database.js";
+import { ENGINES, useTestDatabase } from "../use-test-database.js";
 
 const ALL = [
   "0001_create_users",

@@ -1,7 +1,7 @@
 import { PostgresAttemptCounter } from "@posts/adapters-postgres";
 import { type KyselyPlugin, sql } from "kysely";
 import { describe, expect, it } from "vitest";
-import { ENGINES, useTestDatabase } from "./use-test-database.js";
+import { ENGINES, useTestDatabase } from "../use-test-database.js";
 
 const NOW = new Date("2026-11-22T10:15:30.123Z");
 const MINUTE = 60_000;

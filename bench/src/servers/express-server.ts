@@ -11,7 +11,7 @@
  * failure costs about 0.5 ms of CPU per verification here (7 µs with a `KeyObject`), which is
  * most of what a create or a patch costs this server. It is what common practice pays.
  *
- * Run as its own process: `node bench/dist/express-server.js` with PORT, HOST, DATABASE_URL,
+ * Run as its own process: `node bench/dist/servers/express-server.js` with PORT, HOST, DATABASE_URL,
  * JWT_SECRET, JWT_ISSUER, JWT_TTL_MS and DB_POOL_SIZE.
  */
 import { verify as verifyPassword } from "@node-rs/argon2";

@@ -1,5 +1,5 @@
+import { extent, percentile } from "../measure/stats.js";
 import type { Operation, RequestRecord } from "./soak-load.js";
-import { extent, percentile } from "./stats.js";
 
 /** When the soak did what to the PostgreSQL server (epoch milliseconds). */
 export interface RestartTimes {

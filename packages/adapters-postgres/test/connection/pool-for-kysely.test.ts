@@ -1,7 +1,7 @@
 import { createPostgresDatabase, type DatabaseHandle, isDatabaseUnavailable } from "@posts/adapters-postgres";
 import { sql } from "kysely";
 import { afterEach, describe, expect, it } from "vitest";
-import { useTestDatabase } from "./use-test-database.js";
+import { useTestDatabase } from "../use-test-database.js";
 
 const failureOf = (promise: Promise<unknown>) =>
   promise.then(

@@ -3,7 +3,7 @@ import type { TestDatabase } from "@posts/adapters-postgres/testing";
 import type { Post, PostUpdate, Result } from "@posts/domain";
 import { sql } from "kysely";
 import { beforeEach, describe, expect, it } from "vitest";
-import { ENGINES, useTestDatabase } from "./use-test-database.js";
+import { ENGINES, useTestDatabase } from "../use-test-database.js";
 
 const CREATED_AT = new Date("2026-11-22T10:15:30.123Z");
 

@@ -1,6 +1,6 @@
 import { sql } from "kysely";
 import { beforeEach, describe, expect, it } from "vitest";
-import { ENGINES, useTestDatabase } from "./use-test-database.js";
+import { ENGINES, useTestDatabase } from "../use-test-database.js";
 
 const REGISTERED_AT = new Date("2026-11-22T10:15:30.123Z");
 

@@ -7,7 +7,7 @@
  * would. Only what the benchmark drives is here (read one, list and search, create, modify, log in);
  * conditional requests and idempotency keys are measured against the service itself.
  *
- * Run as its own process: `node bench/dist/baseline-server.js` with PORT, HOST,
+ * Run as its own process: `node bench/dist/servers/baseline-server.js` with PORT, HOST,
  * DATABASE_URL, JWT_SECRET, JWT_ISSUER, JWT_TTL_MS and DB_POOL_SIZE.
  */
 import { timingSafeEqual } from "node:crypto";

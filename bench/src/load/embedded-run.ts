@@ -3,6 +3,8 @@ import os from "node:os";
 import { join } from "node:path";
 import { PGlite } from "@electric-sql/pglite";
 import { pg_trgm } from "@electric-sql/pglite/contrib/pg_trgm";
+import type { Options } from "../options.js";
+import { freePorts, startServer } from "../servers/server-process.js";
 import { seed } from "./database.js";
 import {
   HASH_SOURCE_EMAIL,
@@ -17,8 +19,6 @@ import {
   serverEnv,
   since,
 } from "./harness.js";
-import type { Options } from "./options.js";
-import { freePorts, startServer } from "./server-process.js";
 
 /**
  * The service on its embedded database (PGlite, PostgreSQL in WASM, in the service's own

@@ -5,19 +5,19 @@ import { writeFile } from "node:fs/promises";
 import os from "node:os";
 import { fileURLToPath } from "node:url";
 import type pg from "pg";
-import { type BackendCpu, backendCpuBetween, readBackendCpu } from "./backend-cpu.js";
+import { type BackendCpu, backendCpuBetween, readBackendCpu } from "../measure/backend-cpu.js";
+import { judge, type Round, render, renderVerdicts, type ScenarioRuns } from "../measure/report.js";
+import type { Options } from "../options.js";
+import { cpuSeconds, type ServerProcess, sampleMaxRss, tail } from "../servers/server-process.js";
+import { signToken, type TokenSettings } from "../servers/tokens.js";
 import { SEED_PASSWORD, seedEmail } from "./database.js";
 import { combine, drive, type Slice, type Workload } from "./load.js";
-import type { Options } from "./options.js";
-import { judge, type Round, render, renderVerdicts, type ScenarioRuns } from "./report.js";
 import { type Fixture, probeWorkload, SCENARIOS, type Scenario } from "./scenarios.js";
-import { cpuSeconds, type ServerProcess, sampleMaxRss, tail } from "./server-process.js";
-import { signToken, type TokenSettings } from "./tokens.js";
 
-export const ROOT = fileURLToPath(new URL("../../", import.meta.url));
+export const ROOT = fileURLToPath(new URL("../../../", import.meta.url));
 export const SERVICE_MAIN = `${ROOT}packages/app/dist/main.js`;
-export const BASELINE_MAIN = fileURLToPath(new URL("./baseline-server.js", import.meta.url));
-export const EXPRESS_MAIN = fileURLToPath(new URL("./express-server.js", import.meta.url));
+export const BASELINE_MAIN = fileURLToPath(new URL("../servers/baseline-server.js", import.meta.url));
+export const EXPRESS_MAIN = fileURLToPath(new URL("../servers/express-server.js", import.meta.url));
 /** The service's default pool size (DB_POOL_SIZE); the reference servers get the same. */
 const POOL_SIZE = 10;
 /** Registered through the service so that every seeded user gets a hash made by its own hasher. */

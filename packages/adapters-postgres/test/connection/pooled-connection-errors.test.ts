@@ -3,7 +3,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { createPostgresDatabase, isDatabaseUnavailable } from "@posts/adapters-postgres";
 import { sql } from "kysely";
 import { afterEach, describe, expect, it } from "vitest";
-import { useTestDatabase } from "./use-test-database.js";
+import { useTestDatabase } from "../use-test-database.js";
 
 const failureOf = (promise: Promise<unknown>) =>
   promise.then(

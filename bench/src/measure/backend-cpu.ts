@@ -1,5 +1,5 @@
 import type pg from "pg";
-import { processCpu } from "./server-process.js";
+import { processCpu } from "../servers/server-process.js";
 
 /** CPU seconds used so far by each PostgreSQL backend process, by pid. */
 export type BackendCpu = ReadonlyMap<number, number>;

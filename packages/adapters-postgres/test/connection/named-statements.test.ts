@@ -6,9 +6,9 @@ import {
 } from "@posts/adapters-postgres";
 import { type Kysely, sql } from "kysely";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { prepare } from "../src/repositories/prepare.js";
-import type { Database } from "../src/schema/database.js";
-import { useTestDatabase } from "./use-test-database.js";
+import { prepare } from "../../src/repositories/prepare.js";
+import type { Database } from "../../src/schema/database.js";
+import { useTestDatabase } from "../use-test-database.js";
 
 const CREATED_AT = new Date("2026-11-22T10:15:30.123Z");
 

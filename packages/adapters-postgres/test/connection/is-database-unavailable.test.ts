@@ -1,7 +1,7 @@
 import { createPostgresDatabase, isDatabaseUnavailable } from "@posts/adapters-postgres";
 import { sql } from "kysely";
 import { afterEach, describe, expect, it } from "vitest";
-import { useTestDatabase } from "./use-test-database.js";
+import { useTestDatabase } from "../use-test-database.js";
 
 const withCode = (code: string, message = `failed with ${code}`) =>
   Object.assign(new Error(message), { code });

@@ -1,5 +1,5 @@
 import autocannon from "autocannon";
-import { percentile, Samples } from "./stats.js";
+import { percentile, Samples } from "../measure/stats.js";
 
 /** What to send: one request template whose `setupRequest` picks fresh ids every time. */
 export interface Workload {

@@ -1,6 +1,6 @@
 import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { ENGINES, useTestDatabase } from "./use-test-database.js";
+import { ENGINES, useTestDatabase } from "../use-test-database.js";
 
 // The whole file runs with the process in Newfoundland: a half-hour offset from UTC, with
 // daylight saving time. Set before the databases open, because PGlite copies the process

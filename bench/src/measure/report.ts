@@ -1,4 +1,4 @@
-import type { LoadResult } from "./load.js";
+import type { LoadResult } from "../load/load.js";
 import { median } from "./stats.js";
 
 /** One measured round of one scenario against one server. */

@@ -3,7 +3,7 @@ import { PostgresPostRepository } from "@posts/adapters-postgres";
 import { type CompiledQuery, Kysely, PostgresDialect } from "kysely";
 import pg from "pg";
 import { describe, expect, it } from "vitest";
-import { useTestDatabase } from "./use-test-database.js";
+import { useTestDatabase } from "../use-test-database.js";
 
 const POSTS = 50_000;
 
