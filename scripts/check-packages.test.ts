@@ -5,12 +5,16 @@
  * this workspace, installs each one there with plain npm (our packages from the tarballs, the rest
  * from the registry), type-checks it against the installed declarations and runs it.
  *
+ * It also holds each example to under 80 lines of its own code, so that an example stays
+ * something one reads in a sitting.
+ *
  * `pnpm check:packages` runs this file alone; `pnpm test` runs it with every other test.
  */
 import { spawn } from "node:child_process";
+import { existsSync } from "node:fs";
 import { cp, lstat, mkdir, mkdtemp, readdir, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { basename, join } from "node:path";
+import { basename, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
@@ -18,6 +22,11 @@ const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const LIBRARIES = ["domain", "adapters-postgres", "adapters-http"] as const;
 const EXAMPLES = ["embed-domain", "embedded-postgres", "contract-tests", "http-api"] as const;
 type Example = (typeof EXAMPLES)[number];
+
+/** An example's own code stays below this many lines, counted by {@link ownCodeLines}. */
+const OWN_CODE_LIMIT = 80;
+// What `grep -cvE '^\s*($|//|\*|/\*)'` leaves out: blank lines and lines that open with a comment.
+const BLANK_OR_COMMENT = /^\s*($|\/\/|\*|\/\*)/;
 
 // The pnpm running this test (`pnpm test`, also as `npx pnpm@… test`, where no pnpm is on PATH);
 // the one on PATH otherwise.
@@ -122,6 +131,24 @@ async function call(url: string, method: string, headers: Record<string, string>
   });
   const text = await response.text();
   return { status: response.status, body: text === "" ? undefined : JSON.parse(text) };
+}
+
+/**
+ * The lines of code of each .ts file under `dir`, by path relative to it: every line but blank
+ * ones and those that open with a comment. What npm installs and tsc builds there is not counted.
+ */
+async function ownCodeLines(dir: string, root = dir): Promise<Record<string, number>> {
+  const counts: Record<string, number> = {};
+  for (const entry of await readdir(dir, { withFileTypes: true })) {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory() && !["node_modules", "dist"].includes(entry.name)) {
+      Object.assign(counts, await ownCodeLines(path, root));
+    } else if (entry.isFile() && entry.name.endsWith(".ts")) {
+      const lines = (await readFile(path, "utf8")).split("\n");
+      counts[relative(root, path)] = lines.filter((line) => !BLANK_OR_COMMENT.test(line)).length;
+    }
+  }
+  return counts;
 }
 
 let work = "";
@@ -236,6 +263,25 @@ describe.each(EXAMPLES)("examples/%s", (example) => {
 
   it("type-checks against the installed declarations (tsc, skipLibCheck off)", () => {
     expectSuccess(builds.get(example));
+  });
+
+  it(`is under ${OWN_CODE_LIMIT} lines of its own code, comments and blank lines aside`, async () => {
+    const counts = await ownCodeLines(join(ROOT, "examples", example));
+    const total = Object.values(counts).reduce((sum, count) => sum + count, 0);
+    expect(total, "no .ts file found").toBeGreaterThan(0);
+    expect(total, `lines of code per file: ${JSON.stringify(counts)}`).toBeLessThan(OWN_CODE_LIMIT);
+  });
+});
+
+// An example missing from EXAMPLES would be neither run nor held to the limit above.
+describe("examples/", () => {
+  it("holds no example this file leaves unchecked", async () => {
+    const found: string[] = [];
+    for (const entry of await readdir(join(ROOT, "examples"), { withFileTypes: true })) {
+      if (entry.isDirectory() && existsSync(join(ROOT, "examples", entry.name, "package.json")))
+        found.push(entry.name);
+    }
+    expect(found.sort()).toEqual([...EXAMPLES].sort());
   });
 });
 

@@ -1,5 +1,6 @@
 export { decodeCursor, encodeCursor } from "./cursor.js";
 export type { DomainError, DomainErrorOf, FieldError } from "./errors.js";
+export { IdempotencyKeyMemory } from "./idempotency-key-memory.js";
 export { DEFAULT_IDEMPOTENCY_TTL_MS, isValidIdempotencyKey } from "./idempotency-rules.js";
 export { parseId } from "./ids.js";
 export { MESSAGES } from "./messages.js";
@@ -24,7 +25,13 @@ export type { UserRepository } from "./ports/user-repository.js";
 export type { Author, NewPost, Post, PostChanges } from "./post.js";
 export { nextUpdatedAt } from "./post.js";
 export type { IdempotencyKeyUse } from "./post-repository-rules.js";
-export { answerForUsedKey, checkOwnedWrite, matchesPageQuery } from "./post-repository-rules.js";
+export {
+  answerForUsedKey,
+  applyOwnedUpdate,
+  checkOwnedWrite,
+  matchesPageQuery,
+  selectPage,
+} from "./post-repository-rules.js";
 export type { PostText } from "./post-rules.js";
 export {
   checkContent,

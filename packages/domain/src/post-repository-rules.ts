@@ -1,9 +1,16 @@
-import type { CreatedPost, OwnedWriteFailure, PostDeletion, PostPageQuery } from "./ports/post-repository.js";
-import type { NewPost, Post } from "./post.js";
+import type {
+  CreatedPost,
+  OwnedWriteFailure,
+  PostDeletion,
+  PostPageQuery,
+  PostUpdate,
+} from "./ports/post-repository.js";
+import { type NewPost, nextUpdatedAt, type Post } from "./post.js";
 import { err, ok, type Result } from "./result.js";
 
 // Decisions of `PostRepository` as pure functions, for stores that make them in memory (the testing
 // kit's, a Map of an embedding service): each rule stated once, where a database states it in SQL.
+// The idempotency keys such a store remembers are `IdempotencyKeyMemory`'s, beside this file.
 
 /**
  * Whether `post` is one of the posts `query` selects, before its order and `limit` apply: an id
@@ -21,6 +28,19 @@ export function matchesPageQuery(
   if (query.search === undefined) return true;
   const search = foldAscii(query.search);
   return foldAscii(post.title).includes(search) || foldAscii(post.content).includes(search);
+}
+
+/**
+ * The page `query` selects from `posts`, given in any order: those {@link matchesPageQuery} keeps,
+ * newest first (id descending), at most `query.limit` of them. What `PostRepository.listPage`
+ * answers when `posts` are all the store holds.
+ */
+export function selectPage<P extends Pick<Post, "id" | "author" | "title" | "content">>(
+  posts: Iterable<P>,
+  query: PostPageQuery,
+): P[] {
+  const selected = [...posts].filter((post) => matchesPageQuery(post, query));
+  return selected.sort((a, b) => b.id - a.id).slice(0, query.limit);
 }
 
 const foldAscii = (text: string) => text.replace(/[A-Z]+/g, (letters) => letters.toLowerCase());
@@ -44,6 +64,28 @@ export function checkOwnedWrite<P extends Pick<Post, "author" | "updatedAt">>(
     return err("version-mismatch");
   }
   return ok(post);
+}
+
+/**
+ * What `update` makes of `post`, the post with the update's id as it stands (`undefined` when
+ * there is none): the failure {@link checkOwnedWrite} decides, else a new post value with the
+ * present fields of `update.changes` applied, `updatedAt` as {@link nextUpdatedAt} says (a Date of
+ * its own, never the caller's `now`), and every other field as it was. The store replaces the post
+ * with it in the same atomic step; `post` itself is left unchanged.
+ */
+export function applyOwnedUpdate(
+  post: Post | undefined,
+  update: Pick<PostUpdate, "authorId" | "changes" | "now" | "expectedVersions">,
+): Result<Post, OwnedWriteFailure> {
+  const allowed = checkOwnedWrite(post, update);
+  if (!allowed.ok) return allowed;
+  const { title, content } = update.changes;
+  return ok({
+    ...allowed.value,
+    title: title ?? allowed.value.title,
+    content: content ?? allowed.value.content,
+    updatedAt: new Date(nextUpdatedAt(allowed.value.updatedAt, update.now)),
+  });
 }
 
 /** What a store remembers of an idempotency key it stored a post under. */

@@ -1,4 +1,11 @@
-import { answerForUsedKey, checkOwnedWrite, matchesPageQuery, type Post } from "@posts/domain";
+import {
+  answerForUsedKey,
+  applyOwnedUpdate,
+  checkOwnedWrite,
+  matchesPageQuery,
+  type Post,
+  selectPage,
+} from "@posts/domain";
 import { describe, expect, it } from "vitest";
 
 const CREATED_AT = new Date("2026-11-22T10:15:30.123Z");
@@ -52,6 +59,39 @@ describe("matchesPageQuery", () => {
   });
 });
 
+describe("selectPage", () => {
+  const byId = (id: number, authorId = 3, title = "Hello World"): Post => ({
+    ...post,
+    id,
+    title,
+    author: { id: authorId, email: `${authorId}@example.com` },
+  });
+  const ids = (posts: readonly Post[]) => posts.map((each) => each.id);
+
+  it("answers the matching posts newest first, whatever order they came in", () => {
+    const posts = [byId(2), byId(9), byId(4), byId(7), byId(1)];
+    expect(ids(selectPage(posts, { limit: 10 }))).toEqual([9, 7, 4, 2, 1]);
+    expect(ids(selectPage(new Map(posts.map((each) => [each.id, each])).values(), { limit: 10 }))).toEqual([
+      9, 7, 4, 2, 1,
+    ]);
+  });
+
+  it("stops at the limit, after the filters", () => {
+    const posts = [1, 2, 3, 4, 5, 6].map((id) => byId(id, id % 2 === 0 ? 3 : 4));
+    expect(ids(selectPage(posts, { limit: 2 }))).toEqual([6, 5]);
+    expect(ids(selectPage(posts, { limit: 2, authorId: 4 }))).toEqual([5, 3]);
+    expect(ids(selectPage(posts, { limit: 2, authorId: 4, beforeId: 5 }))).toEqual([3, 1]);
+    expect(ids(selectPage(posts, { limit: 0 }))).toEqual([]);
+  });
+
+  it("keeps what matchesPageQuery keeps, search included, and answers the same objects", () => {
+    const posts = [byId(1, 3, "a cat"), byId(2, 3, "a dog"), byId(3, 3, "CATS")];
+    const page = selectPage(posts, { limit: 10, search: "cat" });
+    expect(ids(page)).toEqual([3, 1]);
+    expect(page[0]).toBe(posts[2]);
+  });
+});
+
 describe("checkOwnedWrite", () => {
   it("answers the post for its author, unconditionally or at an expected version", () => {
     expect(checkOwnedWrite(post, { authorId: 3 })).toStrictEqual({ ok: true, value: post });
@@ -83,6 +123,54 @@ describe("checkOwnedWrite", () => {
         error: "version-mismatch",
       });
     }
+  });
+});
+
+describe("applyOwnedUpdate", () => {
+  const now = at(60_000);
+
+  it("answers a new post with the present changes applied and updatedAt moved to now, leaving the post alone", () => {
+    const before = structuredClone(post);
+    expect(applyOwnedUpdate(post, { authorId: 3, changes: { title: "New" }, now })).toStrictEqual({
+      ok: true,
+      value: { ...post, title: "New", updatedAt: now },
+    });
+    expect(applyOwnedUpdate(post, { authorId: 3, changes: { content: "" }, now })).toStrictEqual({
+      ok: true,
+      value: { ...post, content: "", updatedAt: now },
+    });
+    expect(post).toStrictEqual(before);
+  });
+
+  it("keeps a field whose change is present as undefined", () => {
+    const update = { authorId: 3, changes: { title: undefined, content: "c" }, now };
+    const updated = applyOwnedUpdate(post, update);
+    expect(updated.ok && updated.value.title).toBe("Hello World");
+  });
+
+  it("stores updatedAt as nextUpdatedAt says, in a Date of its own", () => {
+    const stale = at(500);
+    const updated = applyOwnedUpdate(post, { authorId: 3, changes: { title: "x" }, now: stale });
+    expect(updated.ok && updated.value.updatedAt).toStrictEqual(at(1001));
+    const fresh = applyOwnedUpdate(post, { authorId: 3, changes: { title: "x" }, now });
+    expect(fresh.ok && fresh.value.updatedAt).not.toBe(now);
+  });
+
+  it("fails as checkOwnedWrite does, in its order, at the expected versions", () => {
+    const update = { changes: { title: "x" }, now, expectedVersions: [at(1000)] };
+    expect(applyOwnedUpdate(undefined, { ...update, authorId: 3 })).toStrictEqual({
+      ok: false,
+      error: "not-found",
+    });
+    expect(applyOwnedUpdate(post, { ...update, authorId: 4 })).toStrictEqual({
+      ok: false,
+      error: "not-author",
+    });
+    expect(applyOwnedUpdate(post, { ...update, authorId: 3, expectedVersions: [at(999)] })).toStrictEqual({
+      ok: false,
+      error: "version-mismatch",
+    });
+    expect(applyOwnedUpdate(post, { ...update, authorId: 3 }).ok).toBe(true);
   });
 });
 
