@@ -466,4 +466,35 @@ describe.each(ENGINES)("PostgresPostRepository on %s", (engine) => {
     const left = await sql<{ key: string }>`SELECT key FROM idempotency_keys`.execute(database().db);
     expect(left.rows).toEqual([{ key: "fresh" }]);
   });
+
+  it("replays a key whose fingerprint PostgreSQL computed, as earlier versions stored them", async () => {
+    // Earlier versions hashed in SQL; the keys they stored must keep answering the same way.
+    const author = await anAuthor(database());
+    const texts = [
+      { key: "korean", title: "제목 🎉", content: "본문은 길다 ✨" },
+      { key: "split-ab", title: "ab", content: "c" },
+      { key: "split-a", title: "a", content: "bc" },
+    ];
+    for (const [index, text] of texts.entries()) {
+      await sql`
+        INSERT INTO idempotency_keys (user_id, key, post_id, expires_at, fingerprint)
+        VALUES (${author.id}, ${text.key}, ${index + 1}, ${CREATED_AT.toISOString()}::timestamptz + interval '1 hour',
+          sha256(int4send(octet_length(convert_to(${text.title}::text, 'UTF8'))) || convert_to(${text.title}::text, 'UTF8')
+                 || convert_to(${text.content}::text, 'UTF8')))`.execute(database().db);
+    }
+    const again = (key: string, title: string, content: string) =>
+      database().posts.createIdempotently(
+        { authorId: author.id, title, content, createdAt: CREATED_AT },
+        { key, expiresAt: new Date(CREATED_AT.getTime() + 60_000) },
+      );
+    for (const [index, text] of texts.entries()) {
+      expect(await again(text.key, text.title, text.content)).toEqual({
+        ok: true,
+        value: { id: index + 1, replayed: true },
+      });
+    }
+    // The title's length is part of what is hashed: moving a character across the boundary is other text.
+    expect(await again("split-ab", "a", "bc")).toEqual({ ok: false, error: "key-reused" });
+    expect(await again("korean", "제목 🎉", "본문은 길다")).toEqual({ ok: false, error: "key-reused" });
+  });
 });
