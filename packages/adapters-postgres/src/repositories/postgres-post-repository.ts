@@ -16,7 +16,7 @@ import {
   type PostUpdate,
   type Result,
 } from "@posts/domain";
-import { type Kysely, type NotNull, type SelectQueryBuilder, sql } from "kysely";
+import { type Kysely, type NotNull, type RawBuilder, type SelectQueryBuilder, sql } from "kysely";
 import {
   SQLSTATE_FOREIGN_KEY_VIOLATION,
   SQLSTATE_UNIQUE_VIOLATION,
@@ -177,6 +177,19 @@ export function idempotencyFingerprint(title: string, content: string): Buffer {
   input.write(content, 4 + titleLength, "utf8");
   // One call, without a Hash object: a third cheaper for a text of a few hundred bytes.
   return hash("sha256", input, "buffer");
+}
+
+/**
+ * Inserts the post of an idempotent creation under the id its key claimed, from the CTE
+ * `claimed` (`user_id`, `post_id`): nothing when the claim made no row.
+ */
+function insertClaimedPost(p: KeyedCreateValues): RawBuilder<unknown> {
+  return sql`
+    INSERT INTO posts (id, title, content, created_at, updated_at, user_id) OVERRIDING SYSTEM VALUE
+    SELECT claimed.post_id, ${p.title}::text, ${p.content}::text,
+           ${p.createdAt}::timestamptz, ${p.createdAt}::timestamptz, claimed.user_id
+    FROM claimed
+    RETURNING id`;
 }
 
 /**
@@ -401,7 +414,8 @@ export class PostgresPostRepository implements PostRepository {
     // primary key, a gone author on a foreign key, and nothing of it stays; only then does the
     // general statement below run. Compared with that statement alone, this spares PostgreSQL
     // the speculative insertion of ON CONFLICT, the author's lookup and the second look at the
-    // key: 0.022 of 0.043 ms that the key added to a creation (bench/RESULTS.md). A replay costs
+    // key: about half of the 0.040 ms of PostgreSQL's CPU that the key added to a creation
+    // (bench/RESULTS.md, change 7). A replay costs
     // an error (which PostgreSQL logs) and one statement more; replays are retries, and rare.
     this.#createWithNewKey = prepare(db, (p: KeyedCreateValues) =>
       sql<{ created_id: number }>`
@@ -411,11 +425,7 @@ export class PostgresPostRepository implements PostRepository {
                   nextval(pg_get_serial_sequence('posts', 'id')), ${p.fingerprint}::bytea)
           RETURNING user_id, post_id
         ), inserted AS (
-          INSERT INTO posts (id, title, content, created_at, updated_at, user_id) OVERRIDING SYSTEM VALUE
-          SELECT claimed.post_id, ${p.title}::text, ${p.content}::text,
-                 ${p.createdAt}::timestamptz, ${p.createdAt}::timestamptz, claimed.user_id
-          FROM claimed
-          RETURNING id
+          ${insertClaimedPost(p)}
         )
         SELECT id AS created_id FROM inserted`.compile(db),
     );
@@ -443,11 +453,7 @@ export class PostgresPostRepository implements PostRepository {
             WHERE idempotency_keys.expires_at <= ${p.now}::timestamptz
           RETURNING user_id, post_id
         ), inserted AS (
-          INSERT INTO posts (id, title, content, created_at, updated_at, user_id) OVERRIDING SYSTEM VALUE
-          SELECT claimed.post_id, ${p.title}::text, ${p.content}::text,
-                 ${p.createdAt}::timestamptz, ${p.createdAt}::timestamptz, claimed.user_id
-          FROM claimed
-          RETURNING id
+          ${insertClaimedPost(p)}
         )
         SELECT made.id AS created_id,
                k.post_id AS existing_id,
