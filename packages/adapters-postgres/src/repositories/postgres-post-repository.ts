@@ -169,7 +169,7 @@ function bothVariants<T>(make: (present: boolean) => T): Variants<T> {
  * earlier versions hold): on two shared cores, the database's share of an idempotent creation was
  * what made it dearer than a plain one (bench/RESULTS.md).
  */
-export function idempotencyFingerprint(title: string, content: string): Buffer {
+function idempotencyFingerprint(title: string, content: string): Buffer {
   const titleLength = Buffer.byteLength(title, "utf8");
   const input = Buffer.allocUnsafe(4 + titleLength + Buffer.byteLength(content, "utf8"));
   input.writeUInt32BE(titleLength, 0);
@@ -219,11 +219,12 @@ function containsPattern(search: string): string {
 
 /**
  * `PostRepository` on PostgreSQL (a server through `pg`, or PGlite). Every change is one
- * statement, so each is atomic without an explicit transaction (an idempotent creation that meets
- * a concurrent one with the same key reads it in a second statement). Every statement is compiled
- * once, when the repository is made. Given a cache (see {@link PostgresPostRepositoryOptions}),
- * pages are read through it while recent pages were mostly cached. Expects a `Kysely` from
- * `createPostgresDatabase` or `createPgliteDatabase` on a database migrated with `migrateToLatest`.
+ * statement, so each is atomic without an explicit transaction (an idempotent creation whose key
+ * is taken decides in a second statement). Every statement is compiled once, when the repository
+ * is made. Given a cache (see {@link PostgresPostRepositoryOptions}), pages are read through it
+ * while recent pages were mostly cached. Expects a `Kysely` from `createPostgresDatabase` or
+ * `createPgliteDatabase` on a database migrated with `migrateToLatest`, not a transaction: a
+ * statement that fails on a taken idempotency key would abort it.
  */
 export class PostgresPostRepository implements PostRepository {
   readonly #create: PreparedStatement<CreateValues, PostRow>;
@@ -415,8 +416,9 @@ export class PostgresPostRepository implements PostRepository {
     // general statement below run. Compared with that statement alone, this spares PostgreSQL
     // the speculative insertion of ON CONFLICT, the author's lookup and the second look at the
     // key: about half of the 0.040 ms of PostgreSQL's CPU that the key added to a creation
-    // (bench/RESULTS.md, change 7). A replay costs
-    // an error (which PostgreSQL logs) and one statement more; replays are retries, and rare.
+    // (bench/RESULTS.md, change 7). A replay costs an error (which PostgreSQL logs) and one
+    // statement more; replays are retries, and rare. The error would abort an enclosing
+    // transaction: this repository runs its statements outside any (see the class).
     this.#createWithNewKey = prepare(db, (p: KeyedCreateValues) =>
       sql<{ created_id: number }>`
         WITH claimed AS (
