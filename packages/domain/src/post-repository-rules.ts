@@ -23,24 +23,45 @@ export function matchesPageQuery(
   post: Pick<Post, "id" | "author" | "title" | "content">,
   query: PostPageQuery,
 ): boolean {
-  if (query.beforeId !== undefined && post.id >= query.beforeId) return false;
-  if (query.authorId !== undefined && post.author.id !== query.authorId) return false;
-  if (query.search === undefined) return true;
-  const search = foldAscii(query.search);
-  return foldAscii(post.title).includes(search) || foldAscii(post.content).includes(search);
+  return pageFilter(query)(post);
+}
+
+/** {@link matchesPageQuery} for one query, its search folded once for every post it is asked about. */
+function pageFilter(
+  query: PostPageQuery,
+): (post: Pick<Post, "id" | "author" | "title" | "content">) => boolean {
+  const { beforeId, authorId } = query;
+  const search = query.search === undefined ? undefined : foldAscii(query.search);
+  return (post) => {
+    if (beforeId !== undefined && post.id >= beforeId) return false;
+    if (authorId !== undefined && post.author.id !== authorId) return false;
+    if (search === undefined) return true;
+    return foldAscii(post.title).includes(search) || foldAscii(post.content).includes(search);
+  };
 }
 
 /**
  * The page `query` selects from `posts`, given in any order: those {@link matchesPageQuery} keeps,
  * newest first (id descending), at most `query.limit` of them. What `PostRepository.listPage`
- * answers when `posts` are all the store holds.
+ * answers when `posts` are all the store holds. One pass that keeps only the page so far, so a
+ * store of many posts is neither copied nor sorted for a page of a few.
  */
 export function selectPage<P extends Pick<Post, "id" | "author" | "title" | "content">>(
   posts: Iterable<P>,
   query: PostPageQuery,
 ): P[] {
-  const selected = [...posts].filter((post) => matchesPageQuery(post, query));
-  return selected.sort((a, b) => b.id - a.id).slice(0, query.limit);
+  const { limit } = query;
+  const matches = pageFilter(query);
+  const page: P[] = []; // id descending
+  for (const post of posts) {
+    if (page.length === limit && (limit === 0 || post.id <= (page[limit - 1] as P).id)) continue;
+    if (!matches(post)) continue;
+    let at = page.length;
+    while (at > 0 && (page[at - 1] as P).id < post.id) at--;
+    page.splice(at, 0, post);
+    if (page.length > limit) page.pop();
+  }
+  return page;
 }
 
 const foldAscii = (text: string) => text.replace(/[A-Z]+/g, (letters) => letters.toLowerCase());

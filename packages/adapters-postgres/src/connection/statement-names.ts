@@ -2,9 +2,10 @@
  * Names for the statements `prepare()` compiled, under which the `pg` pool runs them as named
  * prepared statements: PostgreSQL then parses each one once per connection instead of at every
  * execution, and its plan cache keeps a generic plan where one serves every value as well as a
- * plan made for the values (as for reading one post by id). A name always means one text (`pg` refuses a name reused for another
- * text, and a connection keeps what it prepared); a text nobody registered (migrations, the
- * readiness check, DDL, a transaction's BEGIN and COMMIT) has no name and runs unnamed.
+ * plan made for the values (as for reading one post by id). A name always means one text (`pg`
+ * refuses a name reused for another text, and a connection keeps what it prepared); a text
+ * nobody registered (migrations, the readiness check, DDL, a transaction's BEGIN and COMMIT) has
+ * no name and runs unnamed.
  */
 export class StatementNames {
   readonly #names = new Map<string, string>();
