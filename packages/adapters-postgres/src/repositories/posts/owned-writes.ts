@@ -1,0 +1,177 @@
+import {
+  type ExpectedVersions,
+  err,
+  type OwnedWriteFailure,
+  ok,
+  type Post,
+  type PostDeletion,
+  type PostUpdate,
+  type Result,
+} from "@posts/domain";
+import { type Kysely, sql } from "kysely";
+import { parseInt8 } from "../../connection/type-parsers.js";
+import type { Database } from "../../schema/database.js";
+import { type PostRow, toPost } from "../post-row.js";
+import { type PreparedStatement, prepare } from "../prepare.js";
+import { bothVariants, type Variants, variant } from "./variants.js";
+
+/** What an owned write (update, delete) learns in its one statement; no row when no post had the id. */
+interface OwnedWriteRow {
+  /** The author of the post the id named when the statement started. */
+  readonly owner_id: number;
+  /** The post's version (updated_at) when the statement started. */
+  readonly seen_version: Date;
+}
+
+/** An update's answer: the post as changed, or nulls when it did not change. */
+type UpdateRow = OwnedWriteRow & { readonly [K in keyof PostRow]: PostRow[K] | null };
+
+/** A delete's answer: the id of the post removed, or null when none was. */
+type DeleteRow = OwnedWriteRow & { readonly deleted_id: number | null };
+
+interface UpdateValues {
+  readonly id: number;
+  readonly authorId: number;
+  readonly title?: string;
+  readonly content?: string;
+  readonly now: string;
+  /** The expected versions, as ISO 8601 instants; only conditional variants use them. */
+  readonly versions?: readonly string[];
+}
+
+interface DeleteValues {
+  readonly id: number;
+  readonly authorId: number;
+  readonly versions?: readonly string[];
+}
+
+/**
+ * The writes of one author to one existing post (update, delete), each one statement on the
+ * primary, atomic on its own, and the diagnosis of one that changed nothing. Never routed to a
+ * standby: a write and what decides it read the primary. Change events need nothing here: the
+ * posts table's trigger writes each write's event in the write's own transaction, so a write and
+ * its event commit together or not at all.
+ */
+export class OwnedWrites {
+  /** With or without a new title, then a new content, then expected versions. */
+  readonly #updates: Variants<Variants<Variants<PreparedStatement<UpdateValues, UpdateRow>>>>;
+  /** With or without expected versions. */
+  readonly #deletes: Variants<PreparedStatement<DeleteValues, DeleteRow>>;
+  readonly #exists: PreparedStatement<{ id: number }, { readonly id: number }>;
+
+  constructor(db: Kysely<Database>) {
+    this.#exists = prepare(db, (p: { id: number }) =>
+      db.selectFrom("posts").select("id").where("id", "=", p.id).compile(),
+    );
+
+    const update = (title: boolean, content: boolean, conditional: boolean) =>
+      prepare(db, (p: Required<UpdateValues>) => {
+        // Only the given fields are assigned. UPDATE locks the row and, under concurrency,
+        // re-reads its newest version and re-checks the WHERE on it before assigning, so a
+        // concurrent change of the other field survives (there is no read-modify-write of the
+        // whole post), and of several writers expecting one version exactly one finds it.
+        const assignments = [
+          ...(title ? [sql`title = ${p.title}::text`] : []),
+          ...(content ? [sql`content = ${p.content}::text`] : []),
+          // nextUpdatedAt(previous, now) from the domain, on the locked row. Stored timestamps
+          // have millisecond precision, so "now if later, else previous + 1 ms" is this GREATEST.
+          sql`updated_at = GREATEST(${p.now}::timestamptz, p.updated_at + interval '1 millisecond')`,
+        ];
+        const versionCheck = conditional ? sql`AND p.updated_at = ANY(${p.versions}::timestamptz[])` : sql``;
+        return sql<UpdateRow>`
+          WITH target AS (
+            SELECT id, user_id, updated_at FROM posts WHERE id = ${p.id}
+          ), updated AS (
+            UPDATE posts AS p SET ${sql.join(assignments)}
+            FROM target
+            WHERE p.id = target.id AND target.user_id = ${p.authorId} ${versionCheck}
+            RETURNING p.id, p.title, p.content, p.created_at, p.updated_at, p.user_id
+          )
+          SELECT target.user_id AS owner_id, target.updated_at AS seen_version,
+                 updated.id, updated.title, updated.content, updated.created_at, updated.updated_at,
+                 users.id AS author_id, users.email AS author_email
+          FROM target
+          LEFT JOIN updated ON true
+          LEFT JOIN users ON users.id = updated.user_id`.compile(db);
+      });
+    this.#updates = bothVariants((title) =>
+      bothVariants((content) => bothVariants((conditional) => update(title, content, conditional))),
+    );
+
+    this.#deletes = bothVariants((conditional) =>
+      prepare(db, (p: Required<DeleteValues>) => {
+        const versionCheck = conditional ? sql`AND p.updated_at = ANY(${p.versions}::timestamptz[])` : sql``;
+        return sql<DeleteRow>`
+          WITH target AS (
+            SELECT id, user_id, updated_at FROM posts WHERE id = ${p.id}
+          ), deleted AS (
+            DELETE FROM posts AS p USING target
+            WHERE p.id = target.id AND target.user_id = ${p.authorId} ${versionCheck}
+            RETURNING p.id
+          )
+          SELECT target.user_id AS owner_id, target.updated_at AS seen_version, deleted.id AS deleted_id
+          FROM target LEFT JOIN deleted ON true`.compile(db);
+      }),
+    );
+  }
+
+  /** `PostRepository.update`. */
+  async update(update: PostUpdate): Promise<Result<Post, OwnedWriteFailure>> {
+    const { title, content } = update.changes;
+    const versions = isoInstants(update.expectedVersions);
+    const [row] = await this.#updates[variant(title)][variant(content)][variant(versions)]({
+      id: update.id,
+      authorId: update.authorId,
+      title,
+      content,
+      now: update.now.toISOString(),
+      versions,
+    });
+    if (row === undefined) return err("not-found");
+    if (!changed(row)) return err(await this.#whyNot(row, update));
+    return ok(toPost(row));
+  }
+
+  /** `PostRepository.delete`. */
+  async delete(target: PostDeletion): Promise<Result<void, OwnedWriteFailure>> {
+    const versions = isoInstants(target.expectedVersions);
+    const [row] = await this.#deletes[variant(versions)]({
+      id: target.id,
+      authorId: target.authorId,
+      versions,
+    });
+    if (row === undefined) return err("not-found");
+    if (row.deleted_id !== null) return ok(undefined);
+    return err(await this.#whyNot(row, target));
+  }
+
+  /**
+   * Why an owned write that found the post changed nothing: someone else's post; or, for the
+   * author, a version none of the expected ones, or a concurrent write that got the row lock
+   * first and deleted the post (which is the same as never having found it) or moved its version.
+   */
+  async #whyNot(
+    row: OwnedWriteRow,
+    target: { readonly id: number; readonly authorId: number; readonly expectedVersions?: ExpectedVersions },
+  ): Promise<OwnedWriteFailure> {
+    if (parseInt8(row.owner_id) !== target.authorId) return "not-author";
+    const expected = target.expectedVersions;
+    // Nothing but a deletion stops an unconditional write of the author.
+    if (expected === undefined) return "not-found";
+    const seen = row.seen_version.getTime();
+    if (!expected.some((version) => version.getTime() === seen)) return "version-mismatch";
+    // The version matched when the statement began, and a concurrent write came first: a
+    // version only moves forward, so a post still there is at another version now.
+    const [still] = await this.#exists({ id: target.id });
+    return still === undefined ? "not-found" : "version-mismatch";
+  }
+}
+
+/** The expected versions as parameters, `undefined` for an unconditional write. */
+function isoInstants(versions: ExpectedVersions | undefined): readonly string[] | undefined {
+  return versions?.map((version) => version.toISOString());
+}
+
+function changed(row: UpdateRow): row is UpdateRow & PostRow {
+  return row.id !== null;
+}
