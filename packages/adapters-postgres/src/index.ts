@@ -8,7 +8,12 @@ export type { RunStatement } from "./connection/direct-statements.js";
 export { isDatabaseUnavailable } from "./connection/is-database-unavailable.js";
 export type { PoolStats } from "./connection/pool-for-kysely.js";
 export { parseInt8, parseTimestamptz } from "./connection/type-parsers.js";
-export type { PostCacheOptions, PostCacheStats } from "./repositories/post-cache.js";
+export {
+  PostCache,
+  type PostCacheOptions,
+  type PostCacheStats,
+  type PostCacheView,
+} from "./repositories/post-cache.js";
 export { PostgresAttemptCounter } from "./repositories/postgres-attempt-counter.js";
 export {
   PostgresPostRepository,
