@@ -8,7 +8,7 @@ import {
   type PostUpdate,
   type Result,
 } from "@posts/domain";
-import { type Kysely, sql } from "kysely";
+import { type Kysely, type RawBuilder, sql } from "kysely";
 import { parseInt8 } from "../../connection/type-parsers.js";
 import type { Database } from "../../schema/database.js";
 import { type PostRow, toPost } from "../post-row.js";
@@ -21,6 +21,12 @@ interface OwnedWriteRow {
   readonly owner_id: number;
   /** The post's version (updated_at) when the statement started. */
   readonly seen_version: Date;
+  /**
+   * Whether the post was still there after a conditional write of its author, at an expected
+   * version when the statement started, lost the row to a concurrent write (which then moved its
+   * version on); false in every other case.
+   */
+  readonly remains: boolean;
 }
 
 /** An update's answer: the post as changed, or nulls when it did not change. */
@@ -57,13 +63,8 @@ export class OwnedWrites {
   readonly #updates: Variants<Variants<Variants<PreparedStatement<UpdateValues, UpdateRow>>>>;
   /** With or without expected versions. */
   readonly #deletes: Variants<PreparedStatement<DeleteValues, DeleteRow>>;
-  readonly #exists: PreparedStatement<{ id: number }, { readonly id: number }>;
 
   constructor(db: Kysely<Database>) {
-    this.#exists = prepare(db, (p: { id: number }) =>
-      db.selectFrom("posts").select("id").where("id", "=", p.id).compile(),
-    );
-
     const update = (title: boolean, content: boolean, conditional: boolean) =>
       prepare(db, (p: Required<UpdateValues>) => {
         // Only the given fields are assigned. UPDATE locks the row and, under concurrency,
@@ -86,8 +87,9 @@ export class OwnedWrites {
             FROM target
             WHERE p.id = target.id AND target.user_id = ${p.authorId} ${versionCheck}
             RETURNING p.id, p.title, p.content, p.created_at, p.updated_at, p.user_id
-          )
+          )${remainsAfterLostRace(conditional, p, sql`updated`)}
           SELECT target.user_id AS owner_id, target.updated_at AS seen_version,
+                 ${remainsColumn(conditional)},
                  updated.id, updated.title, updated.content, updated.created_at, updated.updated_at,
                  users.id AS author_id, users.email AS author_email
           FROM target
@@ -108,8 +110,9 @@ export class OwnedWrites {
             DELETE FROM posts AS p USING target
             WHERE p.id = target.id AND target.user_id = ${p.authorId} ${versionCheck}
             RETURNING p.id
-          )
-          SELECT target.user_id AS owner_id, target.updated_at AS seen_version, deleted.id AS deleted_id
+          )${remainsAfterLostRace(conditional, p, sql`deleted`)}
+          SELECT target.user_id AS owner_id, target.updated_at AS seen_version,
+                 ${remainsColumn(conditional)}, deleted.id AS deleted_id
           FROM target LEFT JOIN deleted ON true`.compile(db);
       }),
     );
@@ -128,7 +131,7 @@ export class OwnedWrites {
       versions,
     });
     if (row === undefined) return err("not-found");
-    if (!changed(row)) return err(await this.#whyNot(row, update));
+    if (!changed(row)) return err(whyNot(row, update));
     return ok(toPost(row));
   }
 
@@ -142,29 +145,57 @@ export class OwnedWrites {
     });
     if (row === undefined) return err("not-found");
     if (row.deleted_id !== null) return ok(undefined);
-    return err(await this.#whyNot(row, target));
+    return err(whyNot(row, target));
   }
+}
 
-  /**
-   * Why an owned write that found the post changed nothing: someone else's post; or, for the
-   * author, a version none of the expected ones, or a concurrent write that got the row lock
-   * first and deleted the post (which is the same as never having found it) or moved its version.
-   */
-  async #whyNot(
-    row: OwnedWriteRow,
-    target: { readonly id: number; readonly authorId: number; readonly expectedVersions?: ExpectedVersions },
-  ): Promise<OwnedWriteFailure> {
-    if (parseInt8(row.owner_id) !== target.authorId) return "not-author";
-    const expected = target.expectedVersions;
-    // Nothing but a deletion stops an unconditional write of the author.
-    if (expected === undefined) return "not-found";
-    const seen = row.seen_version.getTime();
-    if (!expected.some((version) => version.getTime() === seen)) return "version-mismatch";
-    // The version matched when the statement began, and a concurrent write came first: a
-    // version only moves forward, so a post still there is at another version now.
-    const [still] = await this.#exists({ id: target.id });
-    return still === undefined ? "not-found" : "version-mismatch";
-  }
+/**
+ * Why an owned write that found the post changed nothing, from its statement's one row: someone
+ * else's post; or, for the author, a version none of the expected ones, or a concurrent write that
+ * got the row lock first and deleted the post (which is the same as never having found it) or
+ * moved its version.
+ */
+function whyNot(
+  row: OwnedWriteRow,
+  target: { readonly authorId: number; readonly expectedVersions?: ExpectedVersions },
+): OwnedWriteFailure {
+  if (parseInt8(row.owner_id) !== target.authorId) return "not-author";
+  const expected = target.expectedVersions;
+  // Nothing but a deletion stops an unconditional write of the author.
+  if (expected === undefined) return "not-found";
+  const seen = row.seen_version.getTime();
+  if (!expected.some((version) => version.getTime() === seen)) return "version-mismatch";
+  // The version matched when the statement began, and a concurrent write came first.
+  return row.remains ? "version-mismatch" : "not-found";
+}
+
+/**
+ * The CTE `remains` of a conditional owned write: after the write (`written`, its CTE) changed
+ * nothing although the author's post was at an expected version when the statement began (it
+ * lost the row lock to a concurrent write, committed by now), the post as it stands once that
+ * write committed, if it still exists. Locking the row (the weakest lock) is what makes this read
+ * see past the statement's snapshot, the way the write itself did; in every other case it reads
+ * nothing. So the statement alone tells a post deleted under the write from one moved on.
+ */
+function remainsAfterLostRace(
+  conditional: boolean,
+  p: { readonly id: number; readonly authorId: number; readonly versions: readonly string[] },
+  written: RawBuilder<unknown>,
+): RawBuilder<unknown> {
+  if (!conditional) return sql``;
+  return sql`, remains AS (
+            SELECT posts.id FROM posts
+            WHERE posts.id = ${p.id}
+              AND NOT EXISTS (SELECT FROM ${written})
+              AND EXISTS (SELECT FROM target WHERE target.user_id = ${p.authorId}
+                                               AND target.updated_at = ANY(${p.versions}::timestamptz[]))
+            FOR KEY SHARE
+          )`;
+}
+
+/** The `remains` column of {@link OwnedWriteRow}. */
+function remainsColumn(conditional: boolean): RawBuilder<unknown> {
+  return conditional ? sql`EXISTS (SELECT FROM remains) AS remains` : sql`false AS remains`;
 }
 
 /** The expected versions as parameters, `undefined` for an unconditional write. */
