@@ -41,7 +41,7 @@ interface KeyedCreateRow {
   readonly author_exists: boolean;
 }
 
-interface UsedKeyValues {
+interface RememberedKeyValues {
   readonly authorId: number;
   readonly key: string;
   readonly fingerprint: Uint8Array;
@@ -49,7 +49,7 @@ interface UsedKeyValues {
 }
 
 /** A key this author used before and still remembered: the post it made, and whether the text is the same. */
-interface UsedKeyRow {
+interface RememberedKeyRow {
   readonly post_id: number;
   readonly same_text: boolean;
 }
@@ -68,10 +68,9 @@ const SWEEP_BATCH = 5000;
  * The fingerprint an idempotency key keeps of the text it was used with: SHA-256 over the title's
  * length in bytes (4 bytes, big-endian), the title and the content, all as UTF-8, so no two
  * different (title, content) pairs hash the same input. Stored instead of a second copy of a
- * content of up to 16 MiB, and identical on every instance. Computed here rather than by
- * PostgreSQL (`sha256(int4send(octet_length(…)) || …)`, the same bytes, which keys stored by
- * earlier versions hold): on two shared cores, the database's share of an idempotent creation was
- * what made it dearer than a plain one (bench/RESULTS.md).
+ * content of up to 16 MiB, and identical on every instance. The same bytes as PostgreSQL's
+ * `sha256(int4send(octet_length(title)) || …)`, so a key hashed either way compares equal; hashed
+ * here because the database's CPU is the scarcer one (bench/RESULTS.md).
  */
 function idempotencyFingerprint(title: string, content: string): Buffer {
   const titleLength = Buffer.byteLength(title, "utf8");
@@ -79,7 +78,7 @@ function idempotencyFingerprint(title: string, content: string): Buffer {
   input.writeUInt32BE(titleLength, 0);
   input.write(title, 4, "utf8");
   input.write(content, 4 + titleLength, "utf8");
-  // One call, without a Hash object: a third cheaper for a text of a few hundred bytes.
+  // One call without a Hash object: the cheaper way for short texts.
   return hash("sha256", input, "buffer");
 }
 
@@ -106,7 +105,7 @@ function insertClaimedPost(p: KeyedCreateValues): RawBuilder<unknown> {
 export class IdempotentCreation {
   readonly #createWithNewKey: PreparedStatement<KeyedCreateValues, { readonly created_id: number }>;
   readonly #createWithKey: PreparedStatement<KeyedCreateValues, KeyedCreateRow>;
-  readonly #usedKey: PreparedStatement<UsedKeyValues, UsedKeyRow>;
+  readonly #rememberedKey: PreparedStatement<RememberedKeyValues, RememberedKeyRow>;
   readonly #deleteExpiredKeys: PreparedStatement<
     { now: string; batch: number },
     { readonly forgotten: number }
@@ -116,12 +115,10 @@ export class IdempotentCreation {
     // The common case, a key never used: the key and the post in one statement, two plain
     // inserts. A key its author used before (or is using in a concurrent request) fails it on the
     // primary key, a gone author on a foreign key, and nothing of it stays; only then does the
-    // general statement below run. Compared with that statement alone, this spares PostgreSQL
-    // the speculative insertion of ON CONFLICT, the author's lookup and the second look at the
-    // key: about half of the 0.040 ms of PostgreSQL's CPU that the key added to a creation
-    // (bench/RESULTS.md, change 7). A replay costs an error (which PostgreSQL logs) and one
-    // statement more; replays are retries, and rare. The error would abort an enclosing
-    // transaction: this repository runs its statements outside any (see the class).
+    // general statement below run. It spares PostgreSQL the speculative insertion of ON CONFLICT,
+    // the author's lookup and the second look at the key (bench/RESULTS.md). A replay costs an
+    // error (which PostgreSQL logs) and one statement more; replays are retries, and rare. The
+    // error would abort an enclosing transaction: these statements run outside any.
     this.#createWithNewKey = prepare(db, (p: KeyedCreateValues) =>
       sql<{ created_id: number }>`
         WITH claimed AS (
@@ -173,8 +170,8 @@ export class IdempotentCreation {
         ) AS k ON true`.compile(db),
     );
 
-    this.#usedKey = prepare(db, (p: UsedKeyValues) =>
-      sql<UsedKeyRow>`
+    this.#rememberedKey = prepare(db, (p: RememberedKeyValues) =>
+      sql<RememberedKeyRow>`
         SELECT post_id, fingerprint = ${p.fingerprint}::bytea AS same_text
         FROM idempotency_keys
         WHERE user_id = ${p.authorId} AND key = ${p.key}::text AND expires_at > ${p.now}::timestamptz`.compile(
@@ -203,8 +200,7 @@ export class IdempotentCreation {
   async create(post: NewPost, key: IdempotencyKey): Promise<Result<CreatedPost, IdempotentCreateFailure>> {
     const now = post.createdAt.toISOString();
     const fingerprint = idempotencyFingerprint(post.title, post.content);
-    // Spelled out rather than spread from createValues: a literal of one shape is built in one
-    // step, where a spread followed by more properties cost more than the SHA-256 (a CPU profile).
+    // Spelled out, not spread: a literal of one shape is built in one step, a spread is not.
     const values: KeyedCreateValues = {
       authorId: post.authorId,
       title: post.title,
@@ -229,16 +225,16 @@ export class IdempotentCreation {
         if (row === undefined) throw new Error("an idempotent creation answered no row");
         if (row.created_id !== null) return ok({ id: parseInt8(row.created_id), replayed: false });
         if (!row.author_exists) return err("author-gone");
-        if (row.existing_id !== null) return used(row.existing_id, row.same_text === true);
+        if (row.existing_id !== null) return replayOrRefuse(row.existing_id, row.same_text === true);
         // The key was committed by a concurrent request after this statement began: a new
         // statement sees it.
-        const [again] = await this.#usedKey({
+        const [again] = await this.#rememberedKey({
           authorId: post.authorId,
           key: key.key,
           fingerprint,
           now,
         });
-        if (again !== undefined) return used(again.post_id, again.same_text);
+        if (again !== undefined) return replayOrRefuse(again.post_id, again.same_text);
         // Gone again already (expired, or its author deleted): claim it afresh.
         if (round === KEYED_CREATE_ROUNDS)
           throw new Error("an idempotency key kept changing under its creation");
@@ -263,7 +259,7 @@ export class IdempotentCreation {
 }
 
 /** The answer of a key used before: its post again when the text is the same, else "key-reused". */
-function used(postId: number, sameText: boolean): Result<CreatedPost, IdempotentCreateFailure> {
+function replayOrRefuse(postId: number, sameText: boolean): Result<CreatedPost, IdempotentCreateFailure> {
   return sameText ? ok({ id: parseInt8(postId), replayed: true }) : err("key-reused");
 }
 
