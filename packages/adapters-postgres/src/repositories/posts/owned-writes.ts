@@ -13,7 +13,6 @@ import { parseInt8 } from "../../connection/type-parsers.js";
 import type { Database } from "../../schema/database.js";
 import { type PostRow, toPost } from "../post-row.js";
 import { type PreparedStatement, prepare } from "../prepare.js";
-import { bothVariants, type Variants, variant } from "./variants.js";
 
 /** What an owned write (update, delete) learns in its one statement; no row when no post had the id. */
 interface OwnedWriteRow {
@@ -35,20 +34,22 @@ type UpdateRow = OwnedWriteRow & { readonly [K in keyof PostRow]: PostRow[K] | n
 /** A delete's answer: the id of the post removed, or null when none was. */
 type DeleteRow = OwnedWriteRow & { readonly deleted_id: number | null };
 
+/** An update's values; an absent field or no expected versions is `null`. */
 interface UpdateValues {
   readonly id: number;
   readonly authorId: number;
-  readonly title?: string;
-  readonly content?: string;
+  readonly title: string | null;
+  readonly content: string | null;
   readonly now: string;
-  /** The expected versions, as ISO 8601 instants; only conditional variants use them. */
-  readonly versions?: readonly string[];
+  /** The expected versions, as ISO 8601 instants; `null` for an unconditional update. */
+  readonly versions: readonly string[] | null;
 }
 
+/** A deletion's values; `versions` as in {@link UpdateValues}. */
 interface DeleteValues {
   readonly id: number;
   readonly authorId: number;
-  readonly versions?: readonly string[];
+  readonly versions: readonly string[] | null;
 }
 
 /**
@@ -59,62 +60,53 @@ interface DeleteValues {
  * its event commit together or not at all.
  */
 export class OwnedWrites {
-  /** With or without a new title, then a new content, then expected versions. */
-  readonly #updates: Variants<Variants<Variants<PreparedStatement<UpdateValues, UpdateRow>>>>;
-  /** With or without expected versions. */
-  readonly #deletes: Variants<PreparedStatement<DeleteValues, DeleteRow>>;
+  readonly #update: PreparedStatement<UpdateValues, UpdateRow>;
+  readonly #delete: PreparedStatement<DeleteValues, DeleteRow>;
 
+  // One statement each, whichever fields change and whether versions are expected: an absent
+  // field keeps its value (COALESCE) and no versions match any; for an update by primary key
+  // this plans and runs as the statements written for each case did (bench/RESULTS.md).
   constructor(db: Kysely<Database>) {
-    const update = (title: boolean, content: boolean, conditional: boolean) =>
-      prepare(db, (p: Required<UpdateValues>) => {
-        // Only the given fields are assigned. UPDATE locks the row and, under concurrency,
-        // re-reads its newest version and re-checks the WHERE on it before assigning, so a
-        // concurrent change of the other field survives (there is no read-modify-write of the
-        // whole post), and of several writers expecting one version exactly one finds it.
-        const assignments = [
-          ...(title ? [sql`title = ${p.title}::text`] : []),
-          ...(content ? [sql`content = ${p.content}::text`] : []),
-          // nextUpdatedAt(previous, now) from the domain, on the locked row. Stored timestamps
-          // have millisecond precision, so "now if later, else previous + 1 ms" is this GREATEST.
-          sql`updated_at = GREATEST(${p.now}::timestamptz, p.updated_at + interval '1 millisecond')`,
-        ];
-        const versionCheck = conditional ? sql`AND p.updated_at = ANY(${p.versions}::timestamptz[])` : sql``;
-        return sql<UpdateRow>`
-          WITH target AS (
-            SELECT id, user_id, updated_at FROM posts WHERE id = ${p.id}
-          ), updated AS (
-            UPDATE posts AS p SET ${sql.join(assignments)}
-            FROM target
-            WHERE p.id = target.id AND target.user_id = ${p.authorId} ${versionCheck}
-            RETURNING p.id, p.title, p.content, p.created_at, p.updated_at, p.user_id
-          )${remainsAfterLostRace(conditional, p, sql`updated`)}
-          SELECT target.user_id AS owner_id, target.updated_at AS seen_version,
-                 ${remainsColumn(conditional)},
-                 updated.id, updated.title, updated.content, updated.created_at, updated.updated_at,
-                 users.id AS author_id, users.email AS author_email
+    this.#update = prepare(db, (p: UpdateValues) =>
+      // UPDATE locks the row and, under concurrency, re-reads its newest version and re-checks the
+      // WHERE on it before assigning, with the newest values of the fields it keeps: so a
+      // concurrent change of the other field survives (there is no read-modify-write of the whole
+      // post), and of several writers expecting one version exactly one finds it.
+      // updated_at is nextUpdatedAt(previous, now) from the domain, on the locked row: stored
+      // timestamps have millisecond precision, so "now if later, else previous + 1 ms".
+      sql<UpdateRow>`
+        WITH target AS (
+          SELECT id, user_id, updated_at FROM posts WHERE id = ${p.id}
+        ), updated AS (
+          UPDATE posts AS p
+          SET title = COALESCE(${p.title}::text, p.title),
+              content = COALESCE(${p.content}::text, p.content),
+              updated_at = GREATEST(${p.now}::timestamptz, p.updated_at + interval '1 millisecond')
           FROM target
-          LEFT JOIN updated ON true
-          LEFT JOIN users ON users.id = updated.user_id`.compile(db);
-      });
-    this.#updates = bothVariants((title) =>
-      bothVariants((content) => bothVariants((conditional) => update(title, content, conditional))),
+          WHERE p.id = target.id AND target.user_id = ${p.authorId} AND ${versionMatches(p.versions)}
+          RETURNING p.id, p.title, p.content, p.created_at, p.updated_at, p.user_id
+        ), ${remainsAfterLostRace(p, sql`updated`)}
+        SELECT target.user_id AS owner_id, target.updated_at AS seen_version,
+               EXISTS (SELECT FROM remains) AS remains,
+               updated.id, updated.title, updated.content, updated.created_at, updated.updated_at,
+               users.id AS author_id, users.email AS author_email
+        FROM target
+        LEFT JOIN updated ON true
+        LEFT JOIN users ON users.id = updated.user_id`.compile(db),
     );
 
-    this.#deletes = bothVariants((conditional) =>
-      prepare(db, (p: Required<DeleteValues>) => {
-        const versionCheck = conditional ? sql`AND p.updated_at = ANY(${p.versions}::timestamptz[])` : sql``;
-        return sql<DeleteRow>`
-          WITH target AS (
-            SELECT id, user_id, updated_at FROM posts WHERE id = ${p.id}
-          ), deleted AS (
-            DELETE FROM posts AS p USING target
-            WHERE p.id = target.id AND target.user_id = ${p.authorId} ${versionCheck}
-            RETURNING p.id
-          )${remainsAfterLostRace(conditional, p, sql`deleted`)}
-          SELECT target.user_id AS owner_id, target.updated_at AS seen_version,
-                 ${remainsColumn(conditional)}, deleted.id AS deleted_id
-          FROM target LEFT JOIN deleted ON true`.compile(db);
-      }),
+    this.#delete = prepare(db, (p: DeleteValues) =>
+      sql<DeleteRow>`
+        WITH target AS (
+          SELECT id, user_id, updated_at FROM posts WHERE id = ${p.id}
+        ), deleted AS (
+          DELETE FROM posts AS p USING target
+          WHERE p.id = target.id AND target.user_id = ${p.authorId} AND ${versionMatches(p.versions)}
+          RETURNING p.id
+        ), ${remainsAfterLostRace(p, sql`deleted`)}
+        SELECT target.user_id AS owner_id, target.updated_at AS seen_version,
+               EXISTS (SELECT FROM remains) AS remains, deleted.id AS deleted_id
+        FROM target LEFT JOIN deleted ON true`.compile(db),
     );
   }
 
@@ -122,11 +114,11 @@ export class OwnedWrites {
   async update(update: PostUpdate): Promise<Result<Post, OwnedWriteFailure>> {
     const { title, content } = update.changes;
     const versions = isoInstants(update.expectedVersions);
-    const [row] = await this.#updates[variant(title)][variant(content)][variant(versions)]({
+    const [row] = await this.#update({
       id: update.id,
       authorId: update.authorId,
-      title,
-      content,
+      title: title ?? null,
+      content: content ?? null,
       now: update.now.toISOString(),
       versions,
     });
@@ -138,7 +130,7 @@ export class OwnedWrites {
   /** `PostRepository.delete`. */
   async delete(target: PostDeletion): Promise<Result<void, OwnedWriteFailure>> {
     const versions = isoInstants(target.expectedVersions);
-    const [row] = await this.#deletes[variant(versions)]({
+    const [row] = await this.#delete({
       id: target.id,
       authorId: target.authorId,
       versions,
@@ -169,38 +161,36 @@ function whyNot(
   return row.remains ? "version-mismatch" : "not-found";
 }
 
+/** The version check of an owned write: none without expected versions, else one of them. */
+function versionMatches(versions: readonly string[] | null): RawBuilder<boolean> {
+  return sql<boolean>`(${versions}::timestamptz[] IS NULL OR p.updated_at = ANY(${versions}::timestamptz[]))`;
+}
+
 /**
- * The CTE `remains` of a conditional owned write: after the write (`written`, its CTE) changed
- * nothing although the author's post was at an expected version when the statement began (it
- * lost the row lock to a concurrent write, committed by now), the post as it stands once that
- * write committed, if it still exists. Locking the row (the weakest lock) is what makes this read
- * see past the statement's snapshot, the way the write itself did; in every other case it reads
- * nothing. So the statement alone tells a post deleted under the write from one moved on.
+ * The CTE `remains` of an owned write: after the write (`written`, its CTE) changed nothing
+ * although the author's post was at an expected version when the statement began (it lost the
+ * row lock to a concurrent write, committed by now), the post as it stands once that write
+ * committed, if it still exists. Locking the row (the weakest lock) is what makes this read see
+ * past the statement's snapshot, the way the write itself did; in every other case its scan never
+ * runs. So the statement alone tells a post deleted under the write from one moved on.
  */
 function remainsAfterLostRace(
-  conditional: boolean,
-  p: { readonly id: number; readonly authorId: number; readonly versions: readonly string[] },
+  p: { readonly id: number; readonly authorId: number; readonly versions: readonly string[] | null },
   written: RawBuilder<unknown>,
 ): RawBuilder<unknown> {
-  if (!conditional) return sql``;
-  return sql`, remains AS (
-            SELECT posts.id FROM posts
-            WHERE posts.id = ${p.id}
-              AND NOT EXISTS (SELECT FROM ${written})
-              AND EXISTS (SELECT FROM target WHERE target.user_id = ${p.authorId}
-                                               AND target.updated_at = ANY(${p.versions}::timestamptz[]))
-            FOR KEY SHARE
-          )`;
+  return sql`remains AS (
+          SELECT posts.id FROM posts
+          WHERE posts.id = ${p.id}
+            AND NOT EXISTS (SELECT FROM ${written})
+            AND EXISTS (SELECT FROM target WHERE target.user_id = ${p.authorId}
+                                             AND target.updated_at = ANY(${p.versions}::timestamptz[]))
+          FOR KEY SHARE
+        )`;
 }
 
-/** The `remains` column of {@link OwnedWriteRow}. */
-function remainsColumn(conditional: boolean): RawBuilder<unknown> {
-  return conditional ? sql`EXISTS (SELECT FROM remains) AS remains` : sql`false AS remains`;
-}
-
-/** The expected versions as parameters, `undefined` for an unconditional write. */
-function isoInstants(versions: ExpectedVersions | undefined): readonly string[] | undefined {
-  return versions?.map((version) => version.toISOString());
+/** The expected versions as parameters, `null` for an unconditional write. */
+function isoInstants(versions: ExpectedVersions | undefined): readonly string[] | null {
+  return versions === undefined ? null : versions.map((version) => version.toISOString());
 }
 
 function changed(row: UpdateRow): row is UpdateRow & PostRow {
