@@ -2,8 +2,8 @@ import type { FastifyPluginCallback } from "fastify";
 import fp from "fastify-plugin";
 import { Counter, collectDefaultMetrics, Gauge, Registry } from "prom-client";
 import { Type } from "typebox";
-import { errorJsonResponse } from "../errors/error-schemas.js";
 import type { DatabasePoolStats, PostCacheStats } from "../http-app-options.js";
+import { errorJsonResponse } from "../schemas/error-schemas.js";
 import { RequestMetrics } from "./request-metrics.js";
 
 /** The route label of a request no route matched: one value, however many URLs are probed. */

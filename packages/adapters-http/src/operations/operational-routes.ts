@@ -1,8 +1,8 @@
 import type { FastifyPluginCallback } from "fastify";
 import { Type } from "typebox";
 import type { SendEnvelope } from "../errors/error-envelope.js";
-import { envelopeResponse, errorJsonResponse } from "../errors/error-schemas.js";
 import { HTTP_MESSAGES } from "../errors/http-messages.js";
+import { envelopeResponse, errorJsonResponse } from "../schemas/error-schemas.js";
 
 /** Options of {@link operationalRoutes}. */
 export interface OperationalRoutesOptions {

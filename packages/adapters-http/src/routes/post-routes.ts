@@ -2,13 +2,6 @@ import { createPost, deletePost, getPost, listPosts, patchPost } from "@posts/do
 import type { FastifyPluginCallback, FastifyReply, FastifyRequest } from "fastify";
 import { authenticated, idParam } from "../auth/route-guards.js";
 import { sendDomainError } from "../errors/domain-error-responses.js";
-import {
-  COMMON_RESPONSES,
-  emptyResponse,
-  envelopeResponse,
-  errorJsonResponse,
-  textResponse,
-} from "../errors/error-schemas.js";
 import { HTTP_MESSAGES } from "../errors/http-messages.js";
 import {
   type EntityTag,
@@ -17,6 +10,13 @@ import {
   parseEntityTagCondition,
 } from "../http/entity-tag-condition.js";
 import { jsonObjectBody } from "../http/json-object-validator-compiler.js";
+import {
+  COMMON_RESPONSES,
+  emptyResponse,
+  envelopeResponse,
+  errorJsonResponse,
+  textResponse,
+} from "../schemas/error-schemas.js";
 import {
   ConditionalReadHeadersSchema,
   ConditionalWriteHeadersSchema,
@@ -28,7 +28,7 @@ import {
   PostPageSchema,
   PostSchema,
   RESPONSE_HEADERS,
-} from "./post-schemas.js";
+} from "../schemas/post-schemas.js";
 import { absoluteUrl, type RouteContext } from "./route-context.js";
 
 const POSTS = "/api/v1/posts";

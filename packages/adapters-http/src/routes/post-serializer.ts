@@ -1,7 +1,7 @@
 import type { Post, PostPage } from "@posts/domain";
 import type { TimestampFormatter } from "../http/timestamp-formatter.js";
 import type { PostCacheAccess } from "../http-app-options.js";
-import { toPostJson } from "./post-schemas.js";
+import { toPostJson } from "../schemas/post-schemas.js";
 
 /**
  * The JSON text of the posts resource's answers: the one serializer every route that answers

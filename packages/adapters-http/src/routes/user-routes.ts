@@ -3,16 +3,16 @@ import type { FastifyPluginCallback, FastifyReply } from "fastify";
 import type { FailureThrottles } from "../auth/failure-throttle.js";
 import { authenticated } from "../auth/route-guards.js";
 import { sendDomainError } from "../errors/domain-error-responses.js";
+import { HTTP_MESSAGES } from "../errors/http-messages.js";
+import { jsonObjectBody } from "../http/json-object-validator-compiler.js";
 import {
   COMMON_RESPONSES,
   emptyResponse,
   envelopeResponse,
   errorJsonResponse,
-} from "../errors/error-schemas.js";
-import { HTTP_MESSAGES } from "../errors/http-messages.js";
-import { jsonObjectBody } from "../http/json-object-validator-compiler.js";
+} from "../schemas/error-schemas.js";
+import { CredentialsBodySchema, LoginSchema, toUserJson, UserSchema } from "../schemas/user-schemas.js";
 import { absoluteUrl, type RouteContext } from "./route-context.js";
-import { CredentialsBodySchema, LoginSchema, toUserJson, UserSchema } from "./user-schemas.js";
 
 const USER = "/api/v1/user";
 const TAGS = ["users"];

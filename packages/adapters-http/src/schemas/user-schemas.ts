@@ -1,7 +1,7 @@
 import { EMAIL_MAX_LENGTH, PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH, type PublicUser } from "@posts/domain";
 import { type Static, Type } from "typebox";
-import { TimestampSchema } from "../errors/error-schemas.js";
 import type { TimestampFormatter } from "../http/timestamp-formatter.js";
+import { TimestampSchema } from "./error-schemas.js";
 
 /** Body of registration and login. Documentation only: the domain validates it. */
 export const CredentialsBodySchema = Type.Object({

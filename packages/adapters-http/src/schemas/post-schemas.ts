@@ -6,8 +6,8 @@ import {
   TITLE_MAX_CODE_POINTS,
 } from "@posts/domain";
 import { type Static, Type } from "typebox";
-import { TimestampSchema } from "../errors/error-schemas.js";
 import type { TimestampFormatter } from "../http/timestamp-formatter.js";
+import { TimestampSchema } from "./error-schemas.js";
 
 /** A post on the wire (CONTRACT §1). Closed: the serializer writes these properties and nothing else. */
 export const PostSchema = Type.Object(
