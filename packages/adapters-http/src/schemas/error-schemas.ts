@@ -1,14 +1,5 @@
 import { Type } from "typebox";
-
-/** The wire pattern of every timestamp (CONTRACT §1). */
-export const TIMESTAMP_PATTERN = "^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}$";
-
-/** A local date-time in the service's time zone, always with milliseconds. */
-export const TimestampSchema = Type.String({
-  pattern: TIMESTAMP_PATTERN,
-  description: "Local date-time in the service's time zone (APP_TIME_ZONE), yyyy-MM-ddTHH:mm:ss.SSS",
-  examples: ["2026-11-22T10:15:30.123"],
-});
+import { TimestampSchema } from "./common-schemas.js";
 
 /** One failing input field. */
 export const FieldErrorSchema = Type.Object(
@@ -31,30 +22,3 @@ export const ErrorEnvelopeSchema = Type.Object(
 
 /** `{"error": "..."}`: invalid token, wrong credentials, or a token whose user is gone. */
 export const ErrorJsonSchema = Type.Object({ error: Type.String() }, { additionalProperties: false });
-
-/** A response carrying the generic error envelope. */
-export function envelopeResponse(description: string) {
-  return { description, content: { "application/json": { schema: ErrorEnvelopeSchema } } };
-}
-
-/** A response carrying `{"error": "..."}`. */
-export function errorJsonResponse(description: string) {
-  return { description, content: { "application/json": { schema: ErrorJsonSchema } } };
-}
-
-/** A response with a plain UTF-8 text message. */
-export function textResponse(description: string) {
-  return { description, content: { "text/plain": { schema: Type.String() } } };
-}
-
-/** A response without a body. */
-export function emptyResponse(description: string) {
-  return { description, type: "null" } as const;
-}
-
-/** Responses every route can give: 401 for an invalid token (on any path), 500 and 503. */
-export const COMMON_RESPONSES = {
-  401: errorJsonResponse("X-AUTH-TOKEN present but invalid or expired"),
-  500: envelopeResponse("Unexpected failure; carries no internal detail"),
-  503: envelopeResponse("Database unavailable; see Retry-After"),
-};
