@@ -1,13 +1,12 @@
 import type { RequestOptions } from "../http/api-client.js";
 import type { ConformanceCase } from "../runner/conformance-case.js";
 import { UNICODE_WHITE_SPACE } from "../support/bodies.js";
+import { CONTENT_REQUIRED, TITLE_REQUIRED } from "../support/contract-messages.js";
 import { expectBodyRefused, expectEmpty, expectEqual, expectFieldErrors } from "../support/expectations.js";
 import { POSTS } from "../support/fixture.js";
 import { expectPostReply, postIdOfLocation } from "../support/wire-shapes.js";
 
 const section = "§2 Validation of title and content";
-const TITLE_REQUIRED = "게시글 제목을 입력해주세요.";
-const CONTENT_REQUIRED = "게시글 내용을 입력해주세요.";
 const BLANKS = ["", " ", "\u3000", "\t\r\n", "\u00a0\u2003", "\u0085", UNICODE_WHITE_SPACE];
 const NOT_STRINGS: readonly unknown[] = [123, true, ["x"], { text: "x" }];
 const EMOJI = "😀";
