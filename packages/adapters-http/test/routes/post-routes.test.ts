@@ -6,6 +6,7 @@ import {
   expectErrorJson,
   expectText,
   JSON_UTF8,
+  POST_PROPERTIES,
   TIMESTAMP,
 } from "../support/expectations.js";
 import { tokenFor } from "../support/mint-token.js";
@@ -205,14 +206,7 @@ describe("posts", () => {
         user: { id: author.id, email: author.email },
       });
       expect(response.body).not.toContain("secret-hash");
-      expect(Object.keys(response.json())).toEqual([
-        "id",
-        "title",
-        "content",
-        "createdAt",
-        "updatedAt",
-        "user",
-      ]);
+      expect(Object.keys(response.json())).toEqual(POST_PROPERTIES);
     });
 
     it("answers 404 text for a numeric id with no post, including one beyond 64 bits", async () => {
