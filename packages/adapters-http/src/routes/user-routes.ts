@@ -1,4 +1,4 @@
-import { deleteMe, getMe, login, registerUser, validateCredentials } from "@posts/domain";
+import { deleteAccount, getMe, login, registerUser, validateCredentials } from "@posts/domain";
 import type { FastifyPluginCallback, FastifyReply } from "fastify";
 import type { FailureThrottles } from "../auth/failure-throttle.js";
 import { authenticated } from "../auth/route-guards.js";
@@ -102,7 +102,7 @@ export const userRoutes: FastifyPluginCallback<UserRoutesOptions> = (app, option
       schema: DeleteAccountRouteSchema,
     },
     async (request, reply) => {
-      const result = await deleteMe(deps, authenticated(request));
+      const result = await deleteAccount(deps, authenticated(request));
       if (!result.ok) return sendDomainError(reply, result.error, sendEnvelope);
       return reply.code(204).send();
     },
