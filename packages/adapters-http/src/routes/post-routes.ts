@@ -67,10 +67,7 @@ export const postRoutes: FastifyPluginCallback<RouteContext> = (app, ctx, done) 
 
   app.post(
     POSTS,
-    {
-      onRequest: guards.requireUser,
-      schema: CreatePostRouteSchema,
-    },
+    { onRequest: guards.requireUser, schema: CreatePostRouteSchema },
     async (request, reply) => {
       const body = jsonObjectBody(request.body);
       const result = await createPost(deps, {
@@ -86,59 +83,44 @@ export const postRoutes: FastifyPluginCallback<RouteContext> = (app, ctx, done) 
     },
   );
 
-  app.get(
-    POSTS,
-    {
-      schema: ListPostsRouteSchema,
-    },
-    async (request, reply) => {
-      const query = request.query as Readonly<Record<string, unknown>>;
-      const result = await listPosts(deps, {
-        size: query.size,
-        cursor: query.cursor,
-        userId: query.userId,
-        q: query.q,
-      });
-      if (!result.ok) return sendDomainError(reply, result.error, sendEnvelope);
-      const page = result.value;
-      const tag = entityTags.page(page);
-      tagged(reply, tag).header("cache-control", NO_CACHE);
-      if (holdsCurrent(request, tag)) return reply.code(304).send();
-      if (page.nextCursor !== null) {
-        const next = new URLSearchParams({ size: String(page.size), cursor: page.nextCursor });
-        // The domain accepted userId and q, so each is one string (a repeated key never gets here).
-        if (typeof query.userId === "string") next.set("userId", query.userId);
-        if (typeof query.q === "string" && query.q !== "") next.set("q", query.q);
-        reply.header("link", `<${absoluteUrl(request, `${POSTS}?${next}`)}>; rel="next"`);
-      }
-      return sendJson(reply, serializer.page(page));
-    },
-  );
+  app.get(POSTS, { schema: ListPostsRouteSchema }, async (request, reply) => {
+    const query = request.query as Readonly<Record<string, unknown>>;
+    const result = await listPosts(deps, {
+      size: query.size,
+      cursor: query.cursor,
+      userId: query.userId,
+      q: query.q,
+    });
+    if (!result.ok) return sendDomainError(reply, result.error, sendEnvelope);
+    const page = result.value;
+    const tag = entityTags.page(page);
+    tagged(reply, tag).header("cache-control", NO_CACHE);
+    if (holdsCurrent(request, tag)) return reply.code(304).send();
+    if (page.nextCursor !== null) {
+      const next = new URLSearchParams({ size: String(page.size), cursor: page.nextCursor });
+      // The domain accepted userId and q, so each is one string (a repeated key never gets here).
+      if (typeof query.userId === "string") next.set("userId", query.userId);
+      if (typeof query.q === "string" && query.q !== "") next.set("q", query.q);
+      reply.header("link", `<${absoluteUrl(request, `${POSTS}?${next}`)}>; rel="next"`);
+    }
+    return sendJson(reply, serializer.page(page));
+  });
 
-  app.get(
-    `${POSTS}/:id`,
-    {
-      schema: GetPostRouteSchema,
-    },
-    async (request, reply) => {
-      const id = idParam(request);
-      // A non-numeric id is a path that does not exist, not a post that does not.
-      if (!isDigitId(id)) return sendEnvelope(reply, 404, { message: HTTP_MESSAGES.notFound });
-      const result = await getPost(deps, id);
-      if (!result.ok) return sendDomainError(reply, result.error, sendEnvelope);
-      const tag = entityTags.post(result.value);
-      tagged(reply, tag).header("cache-control", NO_CACHE);
-      if (holdsCurrent(request, tag)) return reply.code(304).send();
-      return sendJson(reply, serializer.post(result.value));
-    },
-  );
+  app.get(`${POSTS}/:id`, { schema: GetPostRouteSchema }, async (request, reply) => {
+    const id = idParam(request);
+    // A non-numeric id is a path that does not exist, not a post that does not.
+    if (!isDigitId(id)) return sendEnvelope(reply, 404, { message: HTTP_MESSAGES.notFound });
+    const result = await getPost(deps, id);
+    if (!result.ok) return sendDomainError(reply, result.error, sendEnvelope);
+    const tag = entityTags.post(result.value);
+    tagged(reply, tag).header("cache-control", NO_CACHE);
+    if (holdsCurrent(request, tag)) return reply.code(304).send();
+    return sendJson(reply, serializer.post(result.value));
+  });
 
   app.patch(
     `${POSTS}/:id`,
-    {
-      onRequest: [guards.requireDigitId, guards.requireUser],
-      schema: PatchPostRouteSchema,
-    },
+    { onRequest: [guards.requireDigitId, guards.requireUser], schema: PatchPostRouteSchema },
     async (request, reply) => {
       const body = jsonObjectBody(request.body);
       const result = await patchPost(deps, {
@@ -155,10 +137,7 @@ export const postRoutes: FastifyPluginCallback<RouteContext> = (app, ctx, done) 
 
   app.delete(
     `${POSTS}/:id`,
-    {
-      onRequest: [guards.requireDigitId, guards.requireUser],
-      schema: DeletePostRouteSchema,
-    },
+    { onRequest: [guards.requireDigitId, guards.requireUser], schema: DeletePostRouteSchema },
     async (request, reply) => {
       const result = await deletePost(deps, {
         principal: authenticated(request),

@@ -35,9 +35,7 @@ export const userRoutes: FastifyPluginCallback<UserRoutesOptions> = (app, option
 
   app.post(
     USER,
-    {
-      schema: RegisterRouteSchema,
-    },
+    { schema: RegisterRouteSchema },
     // Bad input → 400, never counted nor refused: it tells nothing about accounts. A throttled
     // address → 429, even for an email that is free: a 201 would tell it the email was free.
     // A duplicate → 409, counted against the address. Else 201.
@@ -59,48 +57,32 @@ export const userRoutes: FastifyPluginCallback<UserRoutesOptions> = (app, option
     },
   );
 
-  app.post(
-    `${USER}/login`,
-    {
-      schema: LoginRouteSchema,
-    },
-    async (request, reply) => {
-      const wait = await throttles.login.waitSeconds(request);
-      if (wait > 0) return refuse(reply, wait);
-      const body = jsonObjectBody(request.body);
-      const result = await login(deps, { email: body.email, password: body.password });
-      if (!result.ok) {
-        await throttles.login.recordFailure(request);
-        return sendDomainError(reply, result.error, sendEnvelope);
-      }
-      // A token must not sit in a shared cache (RFC 6749 §5.1).
-      return reply.header("cache-control", "no-store").send({
-        tokenType: "Bearer",
-        token: result.value.token,
-        expiresIn: result.value.expiresInMs,
-      });
-    },
-  );
+  app.post(`${USER}/login`, { schema: LoginRouteSchema }, async (request, reply) => {
+    const wait = await throttles.login.waitSeconds(request);
+    if (wait > 0) return refuse(reply, wait);
+    const body = jsonObjectBody(request.body);
+    const result = await login(deps, { email: body.email, password: body.password });
+    if (!result.ok) {
+      await throttles.login.recordFailure(request);
+      return sendDomainError(reply, result.error, sendEnvelope);
+    }
+    // A token must not sit in a shared cache (RFC 6749 §5.1).
+    return reply.header("cache-control", "no-store").send({
+      tokenType: "Bearer",
+      token: result.value.token,
+      expiresIn: result.value.expiresInMs,
+    });
+  });
 
-  app.get(
-    USER,
-    {
-      onRequest: guards.requireUser,
-      schema: ReadAccountRouteSchema,
-    },
-    async (request, reply) => {
-      const result = await getMe(deps, authenticated(request));
-      if (!result.ok) return sendDomainError(reply, result.error, sendEnvelope);
-      return reply.send(toUserJson(result.value, format));
-    },
-  );
+  app.get(USER, { onRequest: guards.requireUser, schema: ReadAccountRouteSchema }, async (request, reply) => {
+    const result = await getMe(deps, authenticated(request));
+    if (!result.ok) return sendDomainError(reply, result.error, sendEnvelope);
+    return reply.send(toUserJson(result.value, format));
+  });
 
   app.delete(
     USER,
-    {
-      onRequest: guards.requireUser,
-      schema: DeleteAccountRouteSchema,
-    },
+    { onRequest: guards.requireUser, schema: DeleteAccountRouteSchema },
     async (request, reply) => {
       const result = await deleteAccount(deps, authenticated(request));
       if (!result.ok) return sendDomainError(reply, result.error, sendEnvelope);
