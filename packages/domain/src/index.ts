@@ -46,7 +46,7 @@ export type { Result } from "./result.js";
 export { err, ok } from "./result.js";
 export type { CreatePostCommand } from "./use-cases/create-post.js";
 export { createPost } from "./use-cases/create-post.js";
-export { deleteMe } from "./use-cases/delete-me.js";
+export { deleteAccount, deleteMe } from "./use-cases/delete-account.js";
 export type { DeletePostCommand } from "./use-cases/delete-post.js";
 export { deletePost } from "./use-cases/delete-post.js";
 export type { Dependencies } from "./use-cases/dependencies.js";

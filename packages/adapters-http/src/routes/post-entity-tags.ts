@@ -53,8 +53,7 @@ export function postEntityTags(timeZone: string): PostEntityTags {
     page: (page) => {
       const { posts } = page;
       // The ids and versions as numbers, not as text: V8 keeps the decimal text of a number in a
-      // cache in the old generation, so writing thousands of different ones a second (a page of
-      // posts per request over a large cache) left that much garbage there, and the heap grew
+      // cache in the old generation, so thousands of different ones a second would grow the heap
       // (bench/RESULTS.md). One hash per request, over a buffer reused for every page.
       // Little-endian whatever the machine, so that every instance makes the same tag.
       const length = 16 * posts.length;
