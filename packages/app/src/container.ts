@@ -134,7 +134,11 @@ export function createContainer(seeds: ContainerSeeds): DependencyContainer {
       const database = c.resolve(TOKENS.database);
       return {
         deps: c.resolve(TOKENS.dependencies),
-        jwt: { secret: c.resolve(TOKENS.jwtSecret), issuer: config.jwt.issuer },
+        jwt: {
+          secret: c.resolve(TOKENS.jwtSecret),
+          previousSecrets: config.jwt.previousSecrets,
+          issuer: config.jwt.issuer,
+        },
         bodyLimit: config.bodyLimit,
         timeZone: config.timeZone,
         isUnavailable: isDatabaseUnavailable,
