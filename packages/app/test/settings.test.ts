@@ -3,7 +3,7 @@ import { DEFAULT_IDEMPOTENCY_TTL_MS } from "@posts/domain";
 import { type TSchema, Type } from "typebox";
 import { describe, expect, it } from "vitest";
 import { loadConfig } from "../src/config.js";
-import { SETTINGS } from "../src/settings.js";
+import { SETTING_FORMATS, SETTINGS } from "../src/settings.js";
 import { settingsTable, TABLE_END, TABLE_START, withSettingsTable } from "../src/settings-table.js";
 
 const README = new URL("../README.md", import.meta.url);
@@ -44,6 +44,12 @@ describe("the settings schema", () => {
     for (const [name, schema] of entries) {
       expect({ name, description: typeof schema.description }).toEqual({ name, description: "string" });
     }
+  });
+
+  it("names in `format` only the checks readSettings has", () => {
+    const formats = [...JSON.stringify(SETTINGS).matchAll(/"format":"([^"]+)"/g)].map((match) => match[1]);
+    expect(formats.length).toBeGreaterThan(0);
+    for (const format of formats) expect(SETTING_FORMATS).toContain(format);
   });
 
   it("keeps the domain's idempotency key lifetime as its default", () => {
