@@ -132,7 +132,11 @@ export function createContainer(seeds: ContainerSeeds): DependencyContainer {
       const postCache = c.resolve(TOKENS.postCache);
       return {
         deps: c.resolve(TOKENS.dependencies),
-        jwt: { secret: c.resolve(TOKENS.jwtSecret), issuer: config.jwt.issuer },
+        jwt: {
+          secret: c.resolve(TOKENS.jwtSecret),
+          previousSecrets: config.jwt.previousSecrets,
+          issuer: config.jwt.issuer,
+        },
         bodyLimit: config.bodyLimit,
         timeZone: config.timeZone,
         isUnavailable: isDatabaseUnavailable,

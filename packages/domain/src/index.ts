@@ -44,6 +44,7 @@ export type { Principal } from "./principal.js";
 export { hasUserRole, ROLE_USER } from "./principal.js";
 export type { Result } from "./result.js";
 export { err, ok } from "./result.js";
+export { canonicalTimeZone } from "./time-zone.js";
 export type { CreatePostCommand } from "./use-cases/create-post.js";
 export { createPost } from "./use-cases/create-post.js";
 export { deleteAccount, deleteMe } from "./use-cases/delete-account.js";

@@ -1,3 +1,5 @@
+import { canonicalTimeZone } from "@posts/domain";
+
 /** Turns an instant into the contract's wire timestamp, `yyyy-MM-ddTHH:mm:ss.SSS`, without zone. */
 export type TimestampFormatter = (instant: Date) => string;
 
@@ -67,7 +69,7 @@ const formatters = new Map<string, TimestampFormatter>([["UTC", utc]]);
  * do not occur; they keep the text they always had, cut from the ISO string (`+010000-01-01T05:00:00.`).
  */
 export function timestampFormatter(timeZone: string): TimestampFormatter {
-  const canonical = new Intl.DateTimeFormat("en-US", { timeZone }).resolvedOptions().timeZone;
+  const canonical = canonicalTimeZone(timeZone);
   let formatter = formatters.get(canonical);
   if (formatter === undefined) {
     formatter = zonedFormatter(canonical);

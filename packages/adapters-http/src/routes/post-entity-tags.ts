@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { type ExpectedVersions, type Post, type PostPage, parseId } from "@posts/domain";
+import { canonicalTimeZone, type ExpectedVersions, type Post, type PostPage, parseId } from "@posts/domain";
 import type { EntityTag, EntityTagCondition } from "../http/entity-tag-condition.js";
 
 /**
@@ -43,7 +43,7 @@ export interface PostEntityTags {
  */
 export function postEntityTags(timeZone: string): PostEntityTags {
   // Canonical, as the formatter uses it: "asia/seoul" and "Asia/Seoul" write the same bytes.
-  const zone = new Intl.DateTimeFormat("en-US", { timeZone }).resolvedOptions().timeZone;
+  const zone = canonicalTimeZone(timeZone);
   const variant = createHash("sha256").update(`${WIRE_FORM}\n${zone}`).digest("base64url").slice(0, 8);
   const opaqueOf = (id: number, version: number) => `${id}.${version.toString(36)}.${variant}`;
 
