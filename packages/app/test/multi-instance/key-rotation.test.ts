@@ -76,6 +76,8 @@ describeOnPostgres("a token key rotation across two instances, rolled one at a t
     );
   const accepted = { status: 200, id: expect.any(Number) };
   const refused = { status: 401, body: { error: expect.any(String) } };
+  // Restarting instances (a stop, then tsx loading the sources again) takes seconds on a busy machine.
+  const RESTARTS = { timeout: 180_000 };
 
   beforeAll(async () => {
     process.once("exit", killRunning);
@@ -86,7 +88,7 @@ describeOnPostgres("a token key rotation across two instances, rolled one at a t
     const registered = await fetch(`${instanceA.url}/api/v1/user`, jsonRequest("POST", user));
     expect(registered.status).toBe(201);
     user.id = ((await registered.json()) as { id: number }).id;
-  });
+  }, RESTARTS.timeout);
 
   afterAll(async () => {
     await Promise.all([...running].map((instance) => instance.stop()));
@@ -111,26 +113,34 @@ describeOnPostgres("a token key rotation across two instances, rolled one at a t
     expect(await answers(mintToken(user, OLD_KEY))).toEqual([accepted, accepted]);
   });
 
-  it("after A is rolled the same way, tokens of both keys work on both, and A signs with the new key", async () => {
-    const tokenOfOldA = await logIn(instanceA);
-    const tokenOfB = await logIn(instanceB);
-    instanceA = await restart(instanceA, { JWT_SECRET: NEW_KEY, JWT_PREVIOUS_SECRETS: OLD_KEY });
+  it(
+    "after A is rolled the same way, tokens of both keys work on both, and A signs with the new key",
+    RESTARTS,
+    async () => {
+      const tokenOfOldA = await logIn(instanceA);
+      const tokenOfB = await logIn(instanceB);
+      instanceA = await restart(instanceA, { JWT_SECRET: NEW_KEY, JWT_PREVIOUS_SECRETS: OLD_KEY });
 
-    expect(await answers(tokenOfOldA)).toEqual([accepted, accepted]);
-    expect(await answers(tokenOfB)).toEqual([accepted, accepted]);
-    expect(signedWith(await logIn(instanceA), NEW_KEY)).toBe(true);
-    expect(await answers(mintToken(user, STRANGER_KEY))).toEqual([refused, refused]);
-  });
+      expect(await answers(tokenOfOldA)).toEqual([accepted, accepted]);
+      expect(await answers(tokenOfB)).toEqual([accepted, accepted]);
+      expect(signedWith(await logIn(instanceA), NEW_KEY)).toBe(true);
+      expect(await answers(mintToken(user, STRANGER_KEY))).toEqual([refused, refused]);
+    },
+  );
 
-  it("once the old key is removed from both, its tokens are 401 everywhere and the new key's still work", async () => {
-    const tokenOfOldKey = mintToken(user, OLD_KEY);
-    const tokenOfNewKey = await logIn(instanceB);
-    [instanceA, instanceB] = await Promise.all([
-      restart(instanceA, { JWT_SECRET: NEW_KEY }),
-      restart(instanceB, { JWT_SECRET: NEW_KEY }),
-    ]);
+  it(
+    "once the old key is removed from both, its tokens are 401 everywhere and the new key's still work",
+    RESTARTS,
+    async () => {
+      const tokenOfOldKey = mintToken(user, OLD_KEY);
+      const tokenOfNewKey = await logIn(instanceB);
+      [instanceA, instanceB] = await Promise.all([
+        restart(instanceA, { JWT_SECRET: NEW_KEY }),
+        restart(instanceB, { JWT_SECRET: NEW_KEY }),
+      ]);
 
-    expect(await answers(tokenOfOldKey)).toEqual([refused, refused]);
-    expect(await answers(tokenOfNewKey)).toEqual([accepted, accepted]);
-  });
+      expect(await answers(tokenOfOldKey)).toEqual([refused, refused]);
+      expect(await answers(tokenOfNewKey)).toEqual([accepted, accepted]);
+    },
+  );
 });
