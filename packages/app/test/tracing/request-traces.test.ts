@@ -109,6 +109,12 @@ describeWithPostgres("traces of requests (in-memory exporter, PostgreSQL)", () =
     for (const secret of [PASSWORD, token, TITLE, CONTENT]) expect(everything).not.toContain(secret);
   });
 
+  it("makes no span of a statement outside a request (the migrations at start-up ran some)", () => {
+    const statements = exporter.getFinishedSpans().filter((span) => span.name.startsWith("pg"));
+    expect(statements.length).toBeGreaterThan(0);
+    expect(statements.filter((span) => parentOf(span) === undefined)).toEqual([]);
+  });
+
   it("makes one trace of a request: its span, the use case's under it, each statement under that", async () => {
     exporter.reset();
     const response = await send("GET", `/api/v1/posts/${postId}?unused=query`);
