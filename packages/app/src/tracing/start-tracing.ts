@@ -55,10 +55,12 @@ export function startTracing(overrides: TracingOverrides = {}): Tracing {
       }),
       // pg is CommonJS. The service imports it from ESM, and Node loads an ESM import of a
       // CommonJS module without the `require` hook this instrumentation listens on; but pg's own
-      // `require("./client")` and `require("pg-pool")` inside it pass that hook, and the
-      // instrumentation patches `Client.prototype.query` and the pool's `connect` there. So no
-      // loader hook (`--import`, import-in-the-middle) is needed, only that this runs before pg
-      // is first loaded. A test fails if the statement spans ever stop appearing.
+      // `require("./client")` and `require("pg-pool")` pass that hook, and the instrumentation
+      // patches `Client.prototype.query` and the pool's `connect` there, which the adapter's
+      // direct statements and Kysely both go through. So this only has to run before pg is
+      // first loaded. The alternative, import-in-the-middle's loader hook (`--import`), would
+      // have to be on every command line that starts the service and would wrap every ES module
+      // it loads, for a module that needs none of that. Tests fail if statement spans stop.
       new PgInstrumentation({
         requireParentSpan: true,
         // The instrumentation works the operation out for its metrics only; on the span, it
