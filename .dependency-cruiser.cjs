@@ -78,6 +78,14 @@ module.exports = {
       },
     },
     {
+      name: "client-stands-alone",
+      comment:
+        "@posts/client speaks HTTP only: its sources import nothing of ours and no library, only Node's globals and built-ins' types.",
+      severity: "error",
+      from: { path: "^packages/client/src/" },
+      to: { pathNot: "^packages/client/src/" },
+    },
+    {
       name: "no-circular",
       severity: "error",
       from: {},

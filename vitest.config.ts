@@ -26,6 +26,7 @@ export default defineConfig({
       project("adapters-http", { testTimeout: 20_000, hookTimeout: 60_000 }),
       project("app", { testTimeout: 60_000, hookTimeout: 90_000 }),
       project("conformance"),
+      project("client"),
       // The packed libraries installed with npm outside the workspace, and the examples run on them.
       defineProject({
         test: {
