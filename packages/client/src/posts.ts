@@ -91,7 +91,8 @@ export class Posts {
   /**
    * Deletes a post: by id, or a post read before, then only if nobody changed it since
    * (`If-Match`). A delete is idempotent in effect and is retried; when a retry after a lost
-   * answer finds no post, the result is `{ confirmed: false }` (see {@link Deleted}). Failures:
+   * answer finds no post (404, or a 412 for a conditional delete and then a 404 on reading it),
+   * the result is `{ confirmed: false }` (see {@link Deleted}). Failures:
    * `not-found` (no such post before this call), `not-author`, `precondition-failed`,
    * `unauthorized`, `forbidden`, and the transport's.
    */
@@ -107,8 +108,19 @@ export class Posts {
     );
     if (!sent.ok) return sent;
     if (sent.value.status === 204) return { ok: true, value: { confirmed: true } };
-    if (sent.value.status === 404 && sent.value.maybeApplied)
-      return { ok: true, value: { confirmed: false } };
+    if (!sent.value.maybeApplied) return { ok: false, error: errorOf(sent.value) };
+    if (sent.value.status === 404) return { ok: true, value: { confirmed: false } };
+    // The service answers a conditional delete of a post that is gone with 412: when an earlier
+    // attempt may have deleted it, a read tells "gone" (our delete, most likely) from "changed".
+    if (sent.value.status === 412) {
+      const now = await this.#transport.send(
+        { method: "GET", path: `${POSTS}/${id}`, idempotent: true },
+        options,
+      );
+      if (now.ok && now.value.status === 404) return { ok: true, value: { confirmed: false } };
+      if (now.ok && now.value.status === 200)
+        return { ok: false, error: { ...errorOf(sent.value), maybeApplied: false } };
+    }
     return { ok: false, error: errorOf(sent.value) };
   }
 

@@ -169,6 +169,21 @@ describe("retries", () => {
     });
   });
 
+  it("tells a conditional DELETE's 412 after a lost answer apart by reading the post: gone, or changed by another", async () => {
+    const gone = fakeFetch(lost(), json(412, {}), status(404, {}, "none"));
+    const read = { value: { id: 7 }, version: '"v1"' };
+    expect(await clientOver(gone.fetch).posts.delete(read)).toEqual({
+      ok: true,
+      value: { confirmed: false },
+    });
+    expect(gone.requests.map((request) => request.method)).toEqual(["DELETE", "DELETE", "GET"]);
+    const changed = fakeFetch(lost(), json(412, {}), json(200, POST, { etag: '"v2"' }));
+    expect(await clientOver(changed.fetch).posts.delete(read)).toMatchObject({
+      ok: false,
+      error: { kind: "precondition-failed", maybeApplied: false },
+    });
+  });
+
   it("gives up a network failure after the attempts allowed", async () => {
     const { fetch, requests } = fakeFetch(lost(), lost(), lost());
     const result = await clientOver(fetch, { maxAttempts: 3 }).posts.page();

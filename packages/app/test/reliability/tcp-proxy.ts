@@ -23,6 +23,8 @@ export class TcpProxy {
   readonly #links = new Set<Link>();
   #state: ProxyState = "forwarding";
   #port = 0;
+  #loseNextAnswer = false;
+  #answerLost: (() => void) | undefined;
 
   private constructor(target: { readonly host: string; readonly port: number }) {
     this.#target = target;
@@ -95,6 +97,24 @@ export class TcpProxy {
     this.#links.clear();
   }
 
+  /**
+   * A lost answer: requests still reach the target, but the first bytes the target sends back
+   * next, on any connection, are dropped and that connection is reset on both sides, as when
+   * the network fails after the target has done the work. Then it forwards as before. Resolves
+   * once an answer has been lost.
+   */
+  loseNextAnswer(): Promise<void> {
+    this.#loseNextAnswer = true;
+    for (const link of this.#links) {
+      if (!link.piped) continue;
+      link.upstream?.unpipe(link.client);
+      this.#dropFirstAnswer(link);
+    }
+    return new Promise((resolve) => {
+      this.#answerLost = resolve;
+    });
+  }
+
   /** Forwards again, on the same port: reopens it if it was refusing, releases held bytes. */
   async restore(): Promise<void> {
     const previous = this.#state;
@@ -141,6 +161,25 @@ export class TcpProxy {
     else this.#forward(link);
   }
 
+  /** Until an answer is lost, `link`'s answers are watched; the first to come, on any link, is dropped with its connection. */
+  #dropFirstAnswer(link: Link): void {
+    const { client, upstream } = link;
+    upstream?.once("data", (chunk: Buffer) => {
+      if (!this.#loseNextAnswer) {
+        client.write(chunk);
+        upstream.pipe(client);
+        return;
+      }
+      this.#loseNextAnswer = false;
+      client.resetAndDestroy();
+      upstream.resetAndDestroy();
+      this.#links.delete(link);
+      this.#answerLost?.();
+      this.#answerLost = undefined;
+    });
+    upstream?.resume();
+  }
+
   /** Connects `link` to the target if it is not yet, and pipes both ways. */
   #forward(link: Link): void {
     if (link.upstream === undefined) {
@@ -155,7 +194,8 @@ export class TcpProxy {
       upstream.on("close", drop);
     }
     link.client.pipe(link.upstream);
-    link.upstream.pipe(link.client);
+    if (this.#loseNextAnswer) this.#dropFirstAnswer(link);
+    else link.upstream.pipe(link.client);
     link.client.resume();
     link.upstream.resume();
     link.piped = true;
