@@ -1,6 +1,6 @@
 /**
- * The libraries as their users get them. Packs @posts/domain, @posts/adapters-postgres and
- * @posts/adapters-http with `pnpm pack` (which builds them, applies `publishConfig` and rewrites
+ * The libraries as their users get them. Packs @posts/domain, @posts/adapters-postgres,
+ * @posts/adapters-http and @posts/client with `pnpm pack` (which builds them, applies `publishConfig` and rewrites
  * `workspace:` ranges), copies every example of `examples/` into a temporary directory outside
  * this workspace, installs each one there with plain npm (our packages from the tarballs, the rest
  * from the registry), type-checks it against the installed declarations and runs it.
@@ -19,8 +19,8 @@ import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
-const LIBRARIES = ["domain", "adapters-postgres", "adapters-http"] as const;
-const EXAMPLES = ["embed-domain", "embedded-postgres", "contract-tests", "http-api"] as const;
+const LIBRARIES = ["domain", "adapters-postgres", "adapters-http", "client"] as const;
+const EXAMPLES = ["embed-domain", "embedded-postgres", "contract-tests", "http-api", "client"] as const;
 type Example = (typeof EXAMPLES)[number];
 
 /** An example's own code stays below this many lines, counted by {@link ownCodeLines}. */
@@ -55,9 +55,15 @@ function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
   return env;
 }
 
-function run(command: string, args: readonly string[], cwd: string, timeoutMs = 120_000): Promise<Outcome> {
+function run(
+  command: string,
+  args: readonly string[],
+  cwd: string,
+  timeoutMs = 120_000,
+  env: Record<string, string> = {},
+): Promise<Outcome> {
   return new Promise((resolve) => {
-    const child = spawn(command, args, { cwd, env: cleanEnv(), stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(command, args, { cwd, env: cleanEnv(env), stdio: ["ignore", "pipe", "pipe"] });
     let output = "";
     child.stdout.on("data", (chunk) => (output += chunk));
     child.stderr.on("data", (chunk) => (output += chunk));
@@ -209,7 +215,7 @@ afterAll(async () => {
 const manifestOf = (name: string) => packed.find((entry) => entry.manifest.name === name);
 
 describe("the packed libraries", () => {
-  it("are three tarballs whose package.json npm and TypeScript can use outside this workspace", () => {
+  it("are four tarballs whose package.json npm and TypeScript can use outside this workspace", () => {
     expect(packed.map((entry) => entry.manifest.name).sort()).toEqual(
       LIBRARIES.map((library) => `@posts/${library}`).sort(),
     );
@@ -244,6 +250,13 @@ describe("the packed libraries", () => {
     expect(Object.keys(domain?.exports as object)).toEqual([".", "./testing", "./testing/vitest"]);
   });
 
+  it("@posts/client has no dependency at all: fetch is global", () => {
+    const client = manifestOf("@posts/client")?.manifest;
+    expect(client?.dependencies ?? {}).toEqual({});
+    expect(client?.peerDependencies).toBeUndefined();
+    expect(Object.keys(client?.exports as object)).toEqual(["."]);
+  });
+
   it("@posts/adapters-postgres neither exports nor ships this repository's test harness", () => {
     const adapter = manifestOf("@posts/adapters-postgres");
     expect(Object.keys(adapter?.manifest.exports as object)).toEqual(["."]);
@@ -254,11 +267,17 @@ describe("the packed libraries", () => {
 describe.each(EXAMPLES)("examples/%s", (example) => {
   it("installs with npm: our packages from the tarballs, copied, not linked to this workspace", async () => {
     expectSuccess(installed.get(example));
-    const domain = join(work, example, "node_modules", "@posts", "domain");
-    expect((await lstat(domain)).isSymbolicLink()).toBe(false);
-    expect(JSON.parse(await readFile(join(domain, "package.json"), "utf8")).exports["."]).not.toHaveProperty(
-      "@posts/source",
-    );
+    const scope = join(work, example, "node_modules", "@posts");
+    const ours = await readdir(scope);
+    expect(ours.length).toBeGreaterThan(0);
+    for (const name of ours) {
+      const installedPackage = join(scope, name);
+      expect((await lstat(installedPackage)).isSymbolicLink(), name).toBe(false);
+      expect(
+        JSON.parse(await readFile(join(installedPackage, "package.json"), "utf8")).exports["."],
+        name,
+      ).not.toHaveProperty("@posts/source");
+    }
   });
 
   it("type-checks against the installed declarations (tsc, skipLibCheck off)", () => {
@@ -381,6 +400,25 @@ describe("examples/contract-tests", () => {
     // Without a container runtime the PostgreSQL suites are skipped, and the run says so.
     if (/skipped/.test(outcome.output))
       expect(outcome.output).toContain("SKIPPING the PostgreSQL container suites");
+  });
+});
+
+describe("examples/client", () => {
+  it("signs up, creates, edits with If-Match, is refused a stale edit as a value and walks the pages of the http-api example", async () => {
+    expectSuccess(builds.get("client"));
+    expectSuccess(builds.get("http-api"));
+    const dataDir = await mkdtemp(join(work, "client-data-"));
+    const server = await start(join(work, "http-api"), "dist/server.js", { DATA_DIR: dataDir });
+    try {
+      const outcome = await run("npm", ["start"], join(work, "client"), 120_000, { POSTS_URL: server.url });
+      expectSuccess(outcome);
+      expect(outcome.output).not.toContain("FAIL");
+      expect(outcome.output).toContain("a stale edit was refused: precondition-failed");
+      expect(outcome.output).toContain("listed 3 posts, newest first: third, edited, second, first");
+      expect(outcome.output.match(/^ok {3}/gm)?.length).toBe(8);
+    } finally {
+      expect(await server.stop(), server.output()).toBe(0);
+    }
   });
 });
 
