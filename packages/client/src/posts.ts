@@ -184,6 +184,7 @@ export class PostListing implements AsyncIterable<Post> {
     } while (cursor !== undefined);
   }
 
+  /** Every post of every page, in order; a failure ends it (see {@link PostListing.error}). */
   async *[Symbol.asyncIterator](): AsyncGenerator<Post, void, undefined> {
     for await (const page of this.pages()) yield* page.content;
   }
