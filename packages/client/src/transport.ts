@@ -68,8 +68,8 @@ export class Transport {
   }
 
   /** The same service, with `token` sent on every request. */
-  withToken(token: string | undefined): Transport {
-    return new Transport({ ...this.#options, ...(token === undefined ? { token: undefined } : { token }) });
+  withToken(token: string): Transport {
+    return new Transport({ ...this.#options, token });
   }
 
   /** The request's answer (any status, 429 and 503 once retries are spent), or why none came. */
