@@ -24,6 +24,10 @@ export type DatabaseConfig =
        * connection); off behind a pooler that cannot keep them (PgBouncer in transaction mode).
        */
       readonly namedStatements: boolean;
+      /** `DATABASE_READ_URLS`: hot standbys of `url` that may answer reads; empty for none. Never logged. */
+      readonly readUrls: readonly string[];
+      /** `READ_REPLICA_MAX_WAIT_MS`: longest a read waits for a standby to catch up before the primary answers. */
+      readonly readMaxWaitMs: number;
     }
   | {
       /** PostgreSQL in WASM (PGlite), persisted in `directory`. */
@@ -120,6 +124,15 @@ export function loadConfig(env: Environment): Result<AppConfig, readonly string[
     // The value is not echoed: it may carry a password.
     problems.push("DATABASE_URL must be a URL of the form postgres://user:password@host:5432/database.");
   }
+  const readUrls = splitList(read.optionalText("DATABASE_READ_URLS") ?? "");
+  if (readUrls.some((url) => !isPostgresUrl(url))) {
+    problems.push(
+      "DATABASE_READ_URLS must be a comma-separated list of URLs of the form postgres://user:password@host:5432/database.",
+    );
+  } else if (readUrls.length > 0 && databaseUrl === undefined) {
+    problems.push("DATABASE_READ_URLS names standbys of the DATABASE_URL server: set DATABASE_URL too.");
+  }
+  const readMaxWaitMs = read.integer("READ_REPLICA_MAX_WAIT_MS", 50, 0, MAX_TIMER_MS);
   const dataDir = read.text("DATA_DIR", "./data");
   const jwt = {
     secret: jwtSecretSource(env.JWT_SECRET, databaseUrl, dataDir, problems),
@@ -173,7 +186,7 @@ export function loadConfig(env: Environment): Result<AppConfig, readonly string[
     database:
       databaseUrl === undefined
         ? { kind: "embedded", directory: join(dataDir, "pglite") }
-        : { kind: "postgres", url: databaseUrl, ...pool },
+        : { kind: "postgres", url: databaseUrl, ...pool, readUrls, readMaxWaitMs },
     jwt,
     bodyLimit,
     timeZone: zone,
