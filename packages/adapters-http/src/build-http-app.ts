@@ -109,7 +109,11 @@ export async function buildHttpApp(options: HttpAppOptions): Promise<FastifyInst
   // Before every route: @fastify/swagger collects routes as they are added.
   await app.register(openApi);
   if (options.metrics !== false) {
-    await app.register(metrics, { poolStats: options.poolStats, postCacheStats: options.postCache?.stats });
+    await app.register(metrics, {
+      poolStats: options.poolStats,
+      postCacheStats: options.postCache?.stats,
+      standbyStats: options.standbyStats,
+    });
   }
 
   const context: RouteContext = {

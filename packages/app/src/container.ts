@@ -148,6 +148,7 @@ export function createContainer(seeds: ContainerSeeds): DependencyContainer {
         attemptCounter: c.resolve(TOKENS.attemptCounter),
         metrics: config.metrics,
         poolStats: database.poolStats,
+        ...(database.standbyStats === undefined ? {} : { standbyStats: database.standbyStats }),
         ...postCacheOf(c.resolve(TOKENS.postRepository)),
         timeouts: {
           requestMs: config.http.requestTimeoutMs,
