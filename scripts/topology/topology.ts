@@ -123,6 +123,15 @@ export async function sql<Row = Record<string, unknown>>(
   }
 }
 
+/** The last lines of a process's log, for an error message. */
+function tailOf(file: string, lines = 30): string {
+  try {
+    return readFileSync(file, "utf8").trimEnd().split("\n").slice(-lines).join("\n");
+  } catch {
+    return "(no log)";
+  }
+}
+
 async function until<T>(what: string, timeoutMs: number, attempt: () => Promise<T | undefined>): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let last: unknown;
@@ -280,7 +289,7 @@ export class Topology {
     ]);
     const pid = this.processes.start({ name: server, ...call, stopSignal: "SIGINT" });
     await until(`${server} did not accept connections`, 60_000, async () => {
-      if (!isAlive(pid)) throw new Error(`${server} exited; see ${join(this.dir, `${server}.log`)}`);
+      if (!isAlive(pid)) throw new Error(`${server} exited; its log ends:\n${tailOf(join(this.dir, `${server}.log`))}`);
       await sql(this.directUrl(server, "postgres"), "SELECT 1");
       return true;
     });
@@ -369,7 +378,7 @@ export class Topology {
       env: { ...this.instanceEnv(), PORT: String(PORTS.instances[index]), DATA_DIR: join(this.dir, name) },
     });
     await until(`${name} did not become ready`, 60_000, async () => {
-      if (!isAlive(pid)) throw new Error(`${name} exited; see ${join(this.dir, `${name}.log`)}`);
+      if (!isAlive(pid)) throw new Error(`${name} exited; its log ends:\n${tailOf(join(this.dir, `${name}.log`))}`);
       const reply = await fetch(`${this.instanceUrl(index)}/ready`, { signal: AbortSignal.timeout(2000) });
       return reply.status === 200 ? true : undefined;
     });

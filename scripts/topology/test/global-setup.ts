@@ -36,6 +36,8 @@ export default async function setup(project: TestProject): Promise<() => Promise
   return async () => {
     await topology.down();
     process.off("exit", guard);
-    rmSync(dir, { recursive: true, force: true });
+    // TOPOLOGY_KEEP=1 keeps the logs and data directories to look at after a failure.
+    if (process.env.TOPOLOGY_KEEP === "1") console.log(`topology: kept ${dir}`);
+    else rmSync(dir, { recursive: true, force: true });
   };
 }
