@@ -208,7 +208,29 @@ export class Topology {
       JWT_SECRET: this.jwtSecret,
       LOG_LEVEL: "warn",
       APP_TIME_ZONE: "UTC",
+      // Migrations need a session of their own (see migrate()), which transaction pooling does not give.
+      MIGRATE_ON_START: "false",
     };
+  }
+
+  /**
+   * Brings the schema up to date with the service's own `migrate` command, straight on the
+   * primary: the migrator holds a session-level advisory lock between statements, and through
+   * PgBouncer in transaction pooling the lock and its release can land on different server
+   * connections, leaving the lock held and the next migration waiting for it.
+   */
+  migrate(): void {
+    execFileSync(process.execPath, [join(ROOT, "packages/app/dist/main.js"), "migrate"], {
+      cwd: ROOT,
+      env: {
+        ...process.env,
+        DATABASE_URL: this.directUrl("primary"),
+        JWT_SECRET: this.jwtSecret,
+        DATA_DIR: join(this.dir, "migrate"),
+        LOG_LEVEL: "warn",
+      },
+      stdio: ["ignore", "inherit", "inherit"],
+    });
   }
 
   // ---- PostgreSQL ----
@@ -289,7 +311,8 @@ export class Topology {
     ]);
     const pid = this.processes.start({ name: server, ...call, stopSignal: "SIGINT" });
     await until(`${server} did not accept connections`, 60_000, async () => {
-      if (!isAlive(pid)) throw new Error(`${server} exited; its log ends:\n${tailOf(join(this.dir, `${server}.log`))}`);
+      if (!isAlive(pid))
+        throw new Error(`${server} exited; its log ends:\n${tailOf(join(this.dir, `${server}.log`))}`);
       await sql(this.directUrl(server, "postgres"), "SELECT 1");
       return true;
     });
@@ -378,7 +401,8 @@ export class Topology {
       env: { ...this.instanceEnv(), PORT: String(PORTS.instances[index]), DATA_DIR: join(this.dir, name) },
     });
     await until(`${name} did not become ready`, 60_000, async () => {
-      if (!isAlive(pid)) throw new Error(`${name} exited; its log ends:\n${tailOf(join(this.dir, `${name}.log`))}`);
+      if (!isAlive(pid))
+        throw new Error(`${name} exited; its log ends:\n${tailOf(join(this.dir, `${name}.log`))}`);
       const reply = await fetch(`${this.instanceUrl(index)}/ready`, { signal: AbortSignal.timeout(2000) });
       return reply.status === 200 ? true : undefined;
     });
@@ -530,10 +554,10 @@ export async function startTopology(options: TopologyOptions): Promise<Topology>
     await topology.initClusters();
     say("starting PgBouncer");
     await topology.startPgbouncer();
+    say("migrating the database on the primary");
+    topology.migrate();
     say("starting three service instances");
-    // One first, so that only it migrates the fresh database; the others find nothing to do.
-    await topology.startInstance(0);
-    await Promise.all([topology.startInstance(1), topology.startInstance(2)]);
+    await Promise.all([0, 1, 2].map((index) => topology.startInstance(index)));
     say("starting HAProxy");
     await topology.startHaproxy();
     return topology;
