@@ -1,11 +1,14 @@
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { measure, table } from "./measure.js";
 import { attachTopology, PORTS, startTopology } from "./topology.js";
 
 /**
- * `pnpm topology up|down|status|restart N`: the topology on this machine, in TOPOLOGY_DIR
- * (default `<tmp>/posts-topology`). `up` starts it and returns, leaving it running; `down`
- * stops every process it recorded, by pid.
+ * `pnpm topology up|down|status|restart N|measure`: the topology on this machine, in
+ * TOPOLOGY_DIR (default `<tmp>/posts-topology`). `up` starts it and returns, leaving it running;
+ * `down` stops every process it recorded, by pid; `restart N` restarts instance N without failing
+ * a request; `measure` prints what standby reads and PgBouncer cost (MEASURE_SECONDS,
+ * MEASURE_ROUNDS, MEASURE_CONNECTIONS).
  */
 async function main(command: string | undefined, argument: string | undefined): Promise<number> {
   const dir = process.env.TOPOLOGY_DIR ?? join(tmpdir(), "posts-topology");
@@ -33,6 +36,14 @@ async function main(command: string | undefined, argument: string | undefined): 
       const entries = attachTopology(dir).processes.entries();
       for (const [name, { pid }] of Object.entries(entries)) say(`${name.padEnd(10)} pid ${pid}`);
       if (Object.keys(entries).length === 0) say("nothing running");
+      return 0;
+    }
+    case "measure": {
+      const seconds = Number(process.env.MEASURE_SECONDS ?? 8);
+      const rounds = Number(process.env.MEASURE_ROUNDS ?? 3);
+      const connections = Number(process.env.MEASURE_CONNECTIONS ?? 32);
+      const results = await measure(attachTopology(dir), { seconds, rounds, connections, say });
+      process.stdout.write(`\n${table(results)}\n`);
       return 0;
     }
     case "restart": {

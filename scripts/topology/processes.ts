@@ -52,7 +52,8 @@ export class ProcessRegistry {
     const log = openSync(join(this.dir, `${spec.name}.log`), "a");
     const child = spawn(spec.command, [...spec.args], {
       cwd: spec.cwd,
-      env: { ...process.env, ...spec.env },
+      // Only what a process needs from ours: a setting exported for something else never leaks in.
+      env: { ...inherited(), ...spec.env },
       detached: true,
       stdio: ["ignore", log, log],
     });
@@ -101,6 +102,16 @@ export class ProcessRegistry {
     writeFileSync(temporary, JSON.stringify(entries, null, 2));
     renameSync(temporary, this.#file);
   }
+}
+
+/** The variables of this process that every started process keeps. */
+function inherited(): Record<string, string> {
+  const kept: Record<string, string> = {};
+  for (const name of ["PATH", "HOME", "TZ", "LANG", "LC_ALL"]) {
+    const value = process.env[name];
+    if (value !== undefined) kept[name] = value;
+  }
+  return kept;
 }
 
 /** Whether a process with `pid` exists (and is not a zombie of ours). */

@@ -390,15 +390,23 @@ export class Topology {
 
   // ---- service instances ----
 
-  /** Starts instance `index` (0, 1, 2) from the built service and waits until /ready answers 200. */
-  async startInstance(index: number): Promise<void> {
+  /**
+   * Starts instance `index` (0, 1, 2) from the built service and waits until /ready answers 200.
+   * `env` changes its environment (an empty value unsets a variable).
+   */
+  async startInstance(index: number, env: Readonly<Record<string, string>> = {}): Promise<void> {
     const name = `instance${index + 1}`;
     const pid = this.processes.start({
       name,
       command: process.execPath,
       args: [join(ROOT, "packages/app/dist/main.js")],
       cwd: ROOT,
-      env: { ...this.instanceEnv(), PORT: String(PORTS.instances[index]), DATA_DIR: join(this.dir, name) },
+      env: {
+        ...this.instanceEnv(),
+        PORT: String(PORTS.instances[index]),
+        DATA_DIR: join(this.dir, name),
+        ...env,
+      },
     });
     await until(`${name} did not become ready`, 60_000, async () => {
       if (!isAlive(pid))

@@ -51,6 +51,8 @@ export interface StandbyReadStats {
   readonly fallbacks: Readonly<Record<string, number>>;
   /** Reads a standby answered, as of its last replayed change, while the primary did not answer. */
   readonly readsWithoutPrimary: number;
+  /** Statements that asked the primary for its WAL position, each serving a batch of reads. */
+  readonly positionQueries: number;
 }
 
 /** What a post repository's cache has done since it was made, and holds now (GET /metrics). */

@@ -154,6 +154,7 @@ function registerPostCacheMetrics(registry: Registry, stats: () => PostCacheStat
  * `post_cache_lookups_total{result}`, `post_cache_pages_total{read}`, `post_cache_posts` and
  * `post_cache_bytes`; given `standbyStats`, the standbys' `db_standby_up{standby}`,
  * `db_standby_replay_lag_bytes{standby}`, `db_standby_reads_total{standby}`,
- * `db_standby_fallback_reads_total{reason}` and `db_standby_reads_without_primary_total`.
+ * `db_standby_fallback_reads_total{reason}`, `db_standby_position_queries_total` and
+ * `db_standby_reads_without_primary_total`.
  */
 export const metrics = fp(plugin, { name: "posts-metrics", fastify: "5.x" });

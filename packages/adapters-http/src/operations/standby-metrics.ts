@@ -56,6 +56,14 @@ export function registerStandbyMetrics(registry: Registry, stats: () => StandbyR
     },
   });
   new Counter({
+    name: "db_standby_position_queries_total",
+    help: "Statements that asked the primary for its WAL position, each shared by the reads that arrived before it",
+    registers: [registry],
+    collect() {
+      catchUp("positions", this, {}, stats().positionQueries);
+    },
+  });
+  new Counter({
     name: "db_standby_reads_without_primary_total",
     help: "Reads a standby answered as of its last replayed change while the primary did not answer",
     registers: [registry],

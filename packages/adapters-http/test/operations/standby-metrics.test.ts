@@ -13,6 +13,7 @@ describe("GET /metrics with hot standbys", () => {
       ],
       fallbacks: { no_standby: 0, not_caught_up: 3, recovery_conflict: 1 },
       readsWithoutPrimary: 0,
+      positionQueries: 20,
     };
     const { app } = await buildTestApp({ standbyStats: () => stats });
     const scrape = async () => (await app.inject({ method: "GET", url: "/metrics" })).body;
@@ -23,6 +24,7 @@ describe("GET /metrics with hot standbys", () => {
     expect(first).toContain('db_standby_fallback_reads_total{reason="not_caught_up"} 3');
     expect(first).toContain('db_standby_fallback_reads_total{reason="recovery_conflict"} 1');
     expect(first).toContain("db_standby_reads_without_primary_total 0");
+    expect(first).toContain("db_standby_position_queries_total 20");
 
     stats = {
       standbys: [
@@ -31,6 +33,7 @@ describe("GET /metrics with hot standbys", () => {
       ],
       fallbacks: { no_standby: 0, not_caught_up: 3, recovery_conflict: 1, standby_unavailable: 1 },
       readsWithoutPrimary: 4,
+      positionQueries: 26,
     };
     const second = await scrape();
     expect(second).toContain('db_standby_up{standby="10.0.0.3:5432/posts"} 0');
@@ -38,6 +41,7 @@ describe("GET /metrics with hot standbys", () => {
     expect(second).toContain('db_standby_reads_total{standby="10.0.0.2:5432/posts"} 45');
     expect(second).toContain('db_standby_fallback_reads_total{reason="standby_unavailable"} 1');
     expect(second).toContain("db_standby_reads_without_primary_total 4");
+    expect(second).toContain("db_standby_position_queries_total 26");
     await app.close();
   });
 
