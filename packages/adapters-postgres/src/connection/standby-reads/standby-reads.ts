@@ -119,7 +119,7 @@ const RECOVERY_CONFLICT = /conflict with recovery/i;
  * recovery conflict, or failed on a standby in any other way, is run again on the primary,
  * whose answer or error is the one given. When the primary cannot be reached to learn its
  * position, a standby answers as of the last change it replayed; if none can, the primary's
- * error is the one thrown.
+ * error (an outage, answered 503 upstream) is the one thrown.
  */
 export function createStandbyReads(options: StandbyReadsOptions): StandbyReads {
   const timings: StandbyTimings = { ...DEFAULT_TIMINGS, ...options.timings };
@@ -217,7 +217,8 @@ export function createStandbyReads(options: StandbyReadsOptions): StandbyReads {
         readsWithoutPrimary += 1;
         return rows;
       } catch (error) {
-        if (!standby.failed(error)) throw error;
+        // Out of the rotation if it cannot be reached; either way the next one may answer.
+        standby.failed(error);
       }
     }
     throw primaryError;
