@@ -19,13 +19,21 @@ export {
   type StandbyStats,
 } from "./connection/standby-reads/standby-reads.js";
 export { parseInt8, parseTimestamptz } from "./connection/type-parsers.js";
-export type { PostCacheOptions, PostCacheStats } from "./repositories/post-cache.js";
+export {
+  PostCache,
+  type PostCacheOptions,
+  type PostCacheStats,
+  type PostCacheView,
+} from "./repositories/post-cache.js";
 export { PostgresAttemptCounter } from "./repositories/postgres-attempt-counter.js";
 export {
   PostgresPostRepository,
   type PostgresPostRepositoryOptions,
 } from "./repositories/postgres-post-repository.js";
-export { PostgresUserRepository } from "./repositories/postgres-user-repository.js";
+export {
+  PostgresUserRepository,
+  type PostgresUserRepositoryOptions,
+} from "./repositories/postgres-user-repository.js";
 export type {
   AttemptCountsTable,
   Database,
