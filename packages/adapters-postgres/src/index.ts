@@ -5,10 +5,17 @@ export {
 } from "./connection/create-postgres-database.js";
 export type { DatabaseEngine, DatabaseHandle } from "./connection/database-handle.js";
 export { isDatabaseUnavailable } from "./connection/is-database-unavailable.js";
+export type { NotificationListener, Notifications } from "./connection/notifications.js";
 export type { PoolStats } from "./connection/pool-for-kysely.js";
 export { parseInt8, parseTimestamptz } from "./connection/type-parsers.js";
 export type { PostCacheOptions, PostCacheStats } from "./repositories/post-cache.js";
 export { PostgresAttemptCounter } from "./repositories/postgres-attempt-counter.js";
+export {
+  CHANGED_CHANNEL,
+  NUMBERED_CHANNEL,
+  PostgresChangeEventLog,
+  type PostgresChangeEventLogOptions,
+} from "./repositories/postgres-change-event-log.js";
 export {
   PostgresPostRepository,
   type PostgresPostRepositoryOptions,
@@ -18,6 +25,7 @@ export type {
   AttemptCountsTable,
   Database,
   IdempotencyKeysTable,
+  PostEventsTable,
   PostsTable,
   Timestamp,
   UsersTable,

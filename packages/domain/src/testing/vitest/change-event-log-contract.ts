@@ -69,23 +69,28 @@ export function changeEventLogContract(
         await new Promise((resolve) => setTimeout(resolve, 20));
       }
     };
-    /**
-     * The events after `mark` up to a sentinel change made now: every event of what the test did
-     * before, and nothing it did not do, since the sentinel's is numbered after them all.
-     */
-    const eventsBeforeSentinel = async (mark: number): Promise<readonly PostChangeEvent[]> => {
-      const sentinel = await newPost(await newAuthor());
+    /** Makes a sentinel change and answers the events before its own, and its number. */
+    const sentinel = async (after: number) => {
+      const post = await newPost(await newAuthor());
       for (const deadline = Date.now() + NUMBERING_PATIENCE_MS; Date.now() < deadline; ) {
-        const events = await log().readAfter(mark, 10_000);
-        const index = events.findIndex(
-          (event) => event.type === "post.created" && event.postId === sentinel.id,
-        );
-        if (index >= 0) return events.slice(0, index);
+        const events = await log().readAfter(after, 10_000);
+        const index = events.findIndex((event) => event.type === "post.created" && event.postId === post.id);
+        if (index >= 0)
+          return { before: events.slice(0, index), number: (events[index] as PostChangeEvent).number };
         await new Promise((resolve) => setTimeout(resolve, 20));
       }
       throw new Error("the sentinel change never got its event");
     };
-    const mark = () => log().lastNumber();
+    /**
+     * The events after `mark` up to a sentinel change made now: every event of what the test did
+     * before, and nothing it did not do, since the sentinel's is numbered after them all.
+     */
+    const eventsBeforeSentinel = async (after: number) => (await sentinel(after)).before;
+    /**
+     * The number every later event will follow: a sentinel change's, once numbered, since the
+     * changes before it may be numbered a moment after they commit.
+     */
+    const mark = async () => (await sentinel(await log().lastNumber())).number;
     const numbersOf = (events: readonly PostChangeEvent[]) => events.map((event) => event.number);
     const range = (from: number, count: number) => Array.from({ length: count }, (_, i) => from + i);
 
