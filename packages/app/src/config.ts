@@ -69,6 +69,8 @@ export interface AppConfig {
   readonly metrics: boolean;
   /** How long an idempotency key of POST /api/v1/posts is remembered, in milliseconds. */
   readonly idempotencyTtlMs: number;
+  /** How long change events are kept at least, in milliseconds, before the sweep forgets them. */
+  readonly eventsRetentionMs: number;
   /**
    * The posts kept in memory for list and search pages: at most `maxBytes` (estimated), none
    * larger than `maxPostBytes`. `maxBytes` 0 turns the cache off.
@@ -91,6 +93,9 @@ export interface AppConfig {
  * cost loading the whole web stack first.
  */
 export const MIN_JWT_SECRET_BYTES = 32;
+
+/** How long change events are kept by default: seven days (CONTRACT §12). */
+export const DEFAULT_EVENTS_RETENTION_MS = 604_800_000;
 
 /** Name of the generated key's file inside `DATA_DIR`. */
 export const JWT_SECRET_FILE_NAME = "jwt-secret";
@@ -155,6 +160,13 @@ export function loadConfig(env: Environment): Result<AppConfig, readonly string[
     1,
     MAX_IDEMPOTENCY_TTL_MS,
   );
+  // The same ceiling as the keys': past a century, now minus it leaves the range of a Date.
+  const eventsRetentionMs = read.integer(
+    "EVENTS_RETENTION_MS",
+    DEFAULT_EVENTS_RETENTION_MS,
+    1,
+    MAX_IDEMPOTENCY_TTL_MS,
+  );
   const postCache = {
     maxBytes: read.integer("POST_CACHE_MAX_BYTES", 36 * MIB, 0, Number.MAX_SAFE_INTEGER),
     maxPostBytes: read.integer("POST_CACHE_MAX_POST_BYTES", MIB, 1, Number.MAX_SAFE_INTEGER),
@@ -189,6 +201,7 @@ export function loadConfig(env: Environment): Result<AppConfig, readonly string[
     },
     metrics,
     idempotencyTtlMs,
+    eventsRetentionMs,
     postCache,
     http,
   };
