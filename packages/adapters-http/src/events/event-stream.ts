@@ -65,6 +65,10 @@ export class EventStreams {
       "cache-control": "no-cache",
       // Tells a buffering proxy (nginx) to pass each message on at once.
       "x-accel-buffering": "no",
+      // A stream ends only when the client goes or the app closes; then the connection goes too,
+      // rather than lingering as an idle keep-alive connection that a closing server has already
+      // stopped looking for.
+      connection: "close",
     });
     // Sends the headers now: the client knows the stream is open before the first event.
     response.write(": posts change events\n\n");
