@@ -59,7 +59,10 @@ describe("the change feed of the service on the embedded database, as a real pro
       });
       expect(JSON.parse(stream.events[1]?.data ?? "").data).toEqual(await patched.json());
 
-      const page = await (await fetch(`${url}${EVENTS}?after=0`)).json();
+      const page = (await (await fetch(`${url}${EVENTS}?after=0`)).json()) as {
+        next: number;
+        events: unknown[];
+      };
       expect(page.next).toBe(3);
       expect(page.events.map((event: { data: string }) => JSON.stringify(event))).toEqual(
         stream.events.map((event) => event.data),
