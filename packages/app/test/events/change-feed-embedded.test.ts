@@ -64,7 +64,7 @@ describe("the change feed of the service on the embedded database, as a real pro
         events: unknown[];
       };
       expect(page.next).toBe(3);
-      expect(page.events.map((event: { data: string }) => JSON.stringify(event))).toEqual(
+      expect(page.events.map((event) => JSON.stringify(event))).toEqual(
         stream.events.map((event) => event.data),
       );
       // Resumed with Last-Event-ID, the stream starts right after it.
