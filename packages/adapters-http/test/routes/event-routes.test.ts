@@ -195,6 +195,50 @@ describe("GET /api/v1/posts/events past the retention", () => {
   });
 });
 
+describe("the feed in OpenAPI", () => {
+  const testApp = useTestApp();
+
+  it("documents both representations, the query, the headers and every status", async () => {
+    const document = (await testApp().app.inject({ method: "GET", url: "/openapi.json" })).json();
+    const operation = document.paths[EVENTS].get;
+    expect(Object.keys(operation.responses).sort()).toEqual(["200", "400", "401", "410", "500", "503"]);
+    expect(Object.keys(operation.responses["200"].content).sort()).toEqual([
+      "application/json",
+      "text/event-stream",
+    ]);
+    const page = operation.responses["200"].content["application/json"].schema;
+    expect(Object.keys(page.properties)).toEqual(["events", "next"]);
+    expect(Object.keys(page.properties.events.items.properties)).toEqual([
+      "specversion",
+      "id",
+      "source",
+      "type",
+      "subject",
+      "time",
+      "datacontenttype",
+      "data",
+    ]);
+    const parameters = operation.parameters.map(
+      (parameter: { in: string; name: string }) => `${parameter.in} ${parameter.name}`,
+    );
+    expect(parameters).toEqual(
+      expect.arrayContaining(["query after", "query limit", "header Accept", "header Last-Event-ID"]),
+    );
+    expect(operation.security).toBeUndefined();
+  });
+
+  it("answers HEAD with the JSON page's headers, never a stream", async () => {
+    const response = await testApp().app.inject({
+      method: "HEAD",
+      url: EVENTS,
+      headers: { accept: "text/event-stream" },
+    });
+    expect(response.statusCode).toBe(200);
+    expect(response.headers["content-type"]).toBe(JSON_UTF8);
+    expect(response.body).toBe("");
+  });
+});
+
 describe("the CloudEvent renderer", () => {
   it("writes the data's timestamps in the given zone and the time in UTC", () => {
     const render = cloudEventRenderer("Asia/Seoul");
