@@ -47,13 +47,14 @@ async function idleWindow(pid: number, ms: number) {
 function startService(env: Record<string, string>): Promise<{ child: ChildProcess; port: number }> {
   const child = spawn(process.execPath, ["packages/app/dist/main.js"], {
     cwd: ROOT,
-    env: { PATH: process.env.PATH ?? "", PORT: "0", HOST: "127.0.0.1", LOG_LEVEL: "warn", ...env },
+    env: { PATH: process.env.PATH ?? "", PORT: "0", HOST: "127.0.0.1", LOG_LEVEL: "info", ...env },
     stdio: ["ignore", "pipe", "inherit"],
   });
   return new Promise((resolve, reject) => {
     let output = "";
+    // Info level for the line that says where it listens; request logs are counted in the cost.
     child.stdout?.setEncoding("utf8").on("data", (chunk: string) => {
-      output += chunk;
+      if (output.length < 100_000) output += chunk;
       const port = /"port":(\d+)/.exec(output)?.[1];
       if (port !== undefined) resolve({ child, port: Number(port) });
     });

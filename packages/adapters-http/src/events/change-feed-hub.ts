@@ -47,7 +47,10 @@ export class ChangeFeedHub {
     this.#options = options;
   }
 
-  /** Subscribes to the log. */
+  /**
+   * Subscribes to the log: from then on the hub hears, within a notification's delay, of every
+   * number newer than what a reader has read from the log.
+   */
   start(): void {
     this.#stop ??= this.#options.log.subscribe((last) => {
       if (last > this.#known) this.#known = last;
@@ -72,14 +75,21 @@ export class ChangeFeedHub {
   }
 
   /**
-   * The events after `after`, at most `limit`, rendered: from the tail when it holds them, else
-   * from the log. Empty exactly when `after` is at or past the log's newest number.
+   * The events after `after`, at most `limit`, rendered: from the tail when it holds them; none
+   * without asking the log when the hub has heard of nothing newer (the reader then waits, and
+   * the notification of anything newer wakes it: a thousand streams at the end cost no query);
+   * else from the log. With `fromLog`, always from the log: for a reader whose position does not
+   * come from a read of the log made since the hub started (a client's Last-Event-ID, a JSON
+   * page). Empty from the log exactly when `after` is at or past the log's newest number.
    */
-  async read(after: number, limit: number): Promise<readonly RenderedEvent[]> {
-    const first = this.#tail[0];
-    if (first !== undefined && after >= first.number - 1 && after < this.#readTo) {
-      const start = after - first.number + 1;
-      return this.#tail.slice(start, start + limit);
+  async read(after: number, limit: number, fromLog = false): Promise<readonly RenderedEvent[]> {
+    if (!fromLog) {
+      const first = this.#tail[0];
+      if (first !== undefined && after >= first.number - 1 && after < this.#readTo) {
+        const start = after - first.number + 1;
+        return this.#tail.slice(start, start + limit);
+      }
+      if (after >= this.#known && after >= this.#readTo) return [];
     }
     const events = await this.#options.log.readAfter(after, limit);
     return events.map((event) => this.#rendered(event));
@@ -91,13 +101,6 @@ export class ChangeFeedHub {
    */
   waitAfter(after: number, signal: AbortSignal): Promise<void> {
     if (signal.aborted || after < this.#readTo) return Promise.resolve();
-    if (after > this.#readTo) {
-      // Nothing up to `after` is of use to anyone waiting: every waiter is at the end it read.
-      this.#readTo = after;
-      this.#tail = [];
-      this.#tailBytes = 0;
-      this.#wakeBelow(after);
-    }
     return new Promise((resolve) => {
       const wake = () => {
         signal.removeEventListener("abort", wake);
@@ -106,7 +109,7 @@ export class ChangeFeedHub {
       };
       signal.addEventListener("abort", wake, { once: true });
       this.#waiters.set(wake, after);
-      if (this.#known > this.#readTo) this.#fill();
+      if (this.#known > after) this.#fill();
     });
   }
 
@@ -122,7 +125,15 @@ export class ChangeFeedHub {
     if (this.#filling !== undefined) return;
     this.#filling = (async () => {
       try {
-        while (this.#known > this.#readTo && this.#waiters.size > 0) {
+        while (this.#waiters.size > 0 && this.#known > this.#readTo) {
+          // Nobody waiting needs what precedes the lowest waiter: start there, not further back.
+          const lowest = Math.min(...this.#waiters.values());
+          if (lowest > this.#readTo) {
+            this.#readTo = lowest;
+            this.#tail = [];
+            this.#tailBytes = 0;
+            if (this.#known <= this.#readTo) break;
+          }
           const events = await this.#options.log.readAfter(this.#readTo, PAGE);
           if (events.length === 0) break;
           // A gap means the retention went past the tail: it starts again from what there is.

@@ -123,7 +123,7 @@ const plugin: FastifyPluginCallback<EventRoutesOptions> = (app, options, done) =
 
       if (!stream) {
         const from = after ?? 0;
-        const events = await hub.read(from, limit);
+        const events = await hub.read(from, limit, true);
         const oldest = events[0]?.number;
         if (oldest !== undefined && oldest !== from + 1) {
           return sendEnvelope(reply, 410, { message: MESSAGES.gone(oldest) });
@@ -138,8 +138,10 @@ const plugin: FastifyPluginCallback<EventRoutesOptions> = (app, options, done) =
       }
 
       // Read before the answer starts, so that a database that is down is a 503, not a broken stream.
-      const from = after ?? (await hub.lastNumber());
-      const first = await hub.read(from, 500);
+      // The newest number also tells the hub how far the log goes, whatever it has heard so far.
+      const last = await hub.lastNumber();
+      const from = after ?? last;
+      const first = await hub.read(from, 500, true);
       reply.hijack();
       await streams.serve(reply.raw, reply.getHeaders() as Record<string, string>, hub, from, first);
     },

@@ -158,3 +158,36 @@ describe("an event stream resumed before the retention", () => {
     expect(Date.now() - started).toBeLessThan(2000);
   });
 });
+
+describe("an event stream resumed far behind", () => {
+  it("sends every event after Last-Event-ID, page after page, then follows new ones", async () => {
+    const testApp = await buildTestApp();
+    try {
+      await testApp.app.listen({ port: 0, host: "127.0.0.1" });
+      const { port } = testApp.app.server.address() as AddressInfo;
+      const { token } = await testApp.aUserWithToken();
+      const post = () =>
+        testApp.app.inject({
+          method: "POST",
+          url: "/api/v1/posts",
+          headers: { "x-auth-token": token },
+          payload: { title: "t", content: "c" },
+        });
+      // More than a stream reads at once (500), made before the stream opens.
+      for (let i = 0; i < 1203; i++) await post();
+      const stream = await openStream(port, EVENTS, { "last-event-id": "0" });
+      try {
+        await stream.until((messages) => messages.filter((m) => m.id !== undefined).length >= 1203, 10_000);
+        await post();
+        await stream.until((messages) => messages.filter((m) => m.id !== undefined).length >= 1204, 2000);
+        expect(stream.events().map((m) => Number(m.id))).toEqual(
+          Array.from({ length: 1204 }, (_, i) => i + 1),
+        );
+      } finally {
+        stream.close();
+      }
+    } finally {
+      await testApp.app.close();
+    }
+  });
+});
