@@ -208,6 +208,25 @@ describe("numbering change events on PostgreSQL, under interleaved transactions"
     expect(numbers(await log.readAfter(start, 100))).toEqual([start + 1, start + 2]);
   });
 
+  it("without notifications, the periodic check numbers what waits and tells the subscribers", async () => {
+    const start = await numberAll();
+    const checked = new PostgresChangeEventLog(database.db, { checkIntervalMs: 100 });
+    const heard: number[] = [];
+    const stop = checked.subscribe((last) => heard.push(last));
+    await checked.start();
+    try {
+      await numberAll();
+      await insertPost(2, "checked");
+      const deadline = Date.now() + 5000;
+      while (!heard.includes(start + 1) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      expect(heard).toContain(start + 1);
+      expect(numbers(await log.readAfter(start, 10))).toEqual([start + 1]);
+    } finally {
+      stop();
+      await checked.close();
+    }
+  });
+
   // A model of what must hold, checked on random interleavings of a few transactions, each a
   // few changes of shared posts on its own connection, committed or rolled back, with the
   // sequencer run at random moments and readers looking after every step.
