@@ -1,4 +1,4 @@
-import type { AttemptCounter, Dependencies, Post } from "@posts/domain";
+import type { AttemptCounter, ChangeEventLog, Dependencies, Post } from "@posts/domain";
 import type { FastifyServerOptions } from "fastify";
 import type { ThrottleSettings } from "./auth/failure-throttle.js";
 
@@ -30,6 +30,29 @@ export interface DatabasePoolStats {
   readonly idle: number;
   /** Callers waiting for a connection. */
   readonly waiting: number;
+}
+
+/** One hot standby as GET /metrics shows it. */
+export interface StandbyStats {
+  /** Where it is (`host:port/database`), never its credentials. */
+  readonly label: string;
+  /** Whether it is in the rotation. */
+  readonly up: boolean;
+  /** Bytes of WAL it has yet to replay, as last seen; `undefined` when unknown. */
+  readonly replayLagBytes: number | undefined;
+  /** Reads it answered. */
+  readonly reads: number;
+}
+
+/** Reads answered by hot standbys since the process started (GET /metrics). */
+export interface StandbyReadStats {
+  readonly standbys: readonly StandbyStats[];
+  /** Reads a standby could have answered that the primary answered, by reason. */
+  readonly fallbacks: Readonly<Record<string, number>>;
+  /** Reads a standby answered, as of its last replayed change, while the primary did not answer. */
+  readonly readsWithoutPrimary: number;
+  /** Statements that asked the primary for its WAL position, each serving a batch of reads. */
+  readonly positionQueries: number;
 }
 
 /** What a post repository's cache has done since it was made, and holds now (GET /metrics). */
@@ -106,6 +129,8 @@ export interface HttpAppOptions {
   readonly metrics?: boolean;
   /** Read at each scrape of /metrics for the `db_pool_*` gauges; none when absent (no pool). */
   readonly poolStats?: () => DatabasePoolStats;
+  /** Read at each scrape of /metrics for the `db_standby_*` metrics; none when absent (no standbys). */
+  readonly standbyStats?: () => StandbyReadStats;
   /**
    * Given when `deps.posts` caches posts: the JSON of each post the cache holds is then kept
    * beside it (for as long as that object lives) and written again from there, and /metrics
@@ -116,4 +141,11 @@ export interface HttpAppOptions {
   readonly timeouts?: HttpTimeouts;
   /** Retry-After, in seconds, of 503 answers. Default 5. */
   readonly retryAfterSeconds?: number;
+  /**
+   * The log GET /api/v1/posts/events serves (CONTRACT §12). Absent: the path is no route of its
+   * own (GET answers as for a non-numeric post id).
+   */
+  readonly changeEvents?: ChangeEventLog;
+  /** How often an open event stream gets a keep-alive comment, in ms. Default and most 15 000. */
+  readonly eventStreamHeartbeatMs?: number;
 }

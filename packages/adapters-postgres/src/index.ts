@@ -6,7 +6,19 @@ export {
 export type { DatabaseEngine, DatabaseHandle } from "./connection/database-handle.js";
 export type { RunStatement } from "./connection/direct-statements.js";
 export { isDatabaseUnavailable } from "./connection/is-database-unavailable.js";
+export type { NotificationListener, Notifications } from "./connection/notifications.js";
 export type { PoolStats } from "./connection/pool-for-kysely.js";
+export {
+  createStandbyReads,
+  FALLBACK_REASONS,
+  type FallbackReason,
+  isRecoveryConflict,
+  type StandbyPool,
+  type StandbyReadStats,
+  type StandbyReads,
+  type StandbyReadsOptions,
+  type StandbyStats,
+} from "./connection/standby-reads/standby-reads.js";
 export { parseInt8, parseTimestamptz } from "./connection/type-parsers.js";
 export {
   PostCache,
@@ -15,6 +27,12 @@ export {
   type PostCacheView,
 } from "./repositories/post-cache.js";
 export { PostgresAttemptCounter } from "./repositories/postgres-attempt-counter.js";
+export {
+  CHANGED_CHANNEL,
+  NUMBERED_CHANNEL,
+  PostgresChangeEventLog,
+  type PostgresChangeEventLogOptions,
+} from "./repositories/postgres-change-event-log.js";
 export {
   PostgresPostRepository,
   type PostgresPostRepositoryOptions,
@@ -27,6 +45,7 @@ export type {
   AttemptCountsTable,
   Database,
   IdempotencyKeysTable,
+  PostEventsTable,
   PostsTable,
   Timestamp,
   UsersTable,

@@ -2,11 +2,12 @@
 import "reflect-metadata";
 import type { HttpAppOptions } from "@posts/adapters-http";
 import { DEFAULT_LOGIN_THROTTLE, JwtTokenIssuer } from "@posts/adapters-http";
-import type { DatabaseHandle } from "@posts/adapters-postgres";
+import type { DatabaseHandle, PostCacheView } from "@posts/adapters-postgres";
 import {
   isDatabaseUnavailable,
   PostCache,
   PostgresAttemptCounter,
+  PostgresChangeEventLog,
   PostgresPostRepository,
   PostgresUserRepository,
 } from "@posts/adapters-postgres";
@@ -54,6 +55,11 @@ export const TOKENS = {
   postRepository: Symbol("PostRepository") as InjectionToken<PostRepository>,
   userRepository: Symbol("UserRepository") as InjectionToken<UserRepository>,
   attemptCounter: Symbol("AttemptCounter") as InjectionToken<AttemptCounter>,
+  /**
+   * Every change of a post, numbered for the whole service (CONTRACT §12). Started by `serve`
+   * before the server listens (it listens for notifications and runs the sequencer), closed after.
+   */
+  changeEvents: Symbol("ChangeEventLog") as InjectionToken<PostgresChangeEventLog>,
   /** Every table of rows that expire, swept by the `ExpirySweeper`. */
   expirySweeps: Symbol("ExpirySweeps") as InjectionToken<readonly ExpirySweep[]>,
   dependencies: Symbol("Dependencies") as InjectionToken<Dependencies>,
@@ -85,23 +91,47 @@ export function createContainer(seeds: ContainerSeeds): DependencyContainer {
   container.register(TOKENS.postRepository, {
     useFactory: instanceCachingFactory((c) => {
       const cache = c.resolve(TOKENS.postCache);
-      return new PostgresPostRepository(c.resolve(TOKENS.database).db, cache === undefined ? {} : { cache });
+      // With standbys, the reads one may answer go through the database's standby reads.
+      const { db, readStatements } = c.resolve(TOKENS.database);
+      return new PostgresPostRepository(db, {
+        ...(cache === undefined ? {} : { cache }),
+        ...(readStatements === undefined ? {} : { readStatements }),
+      });
     }),
   });
   container.register(TOKENS.userRepository, {
-    useFactory: instanceCachingFactory((c) => new PostgresUserRepository(c.resolve(TOKENS.database).db)),
+    useFactory: instanceCachingFactory((c) => {
+      const { db, readStatements } = c.resolve(TOKENS.database);
+      return new PostgresUserRepository(db, readStatements === undefined ? {} : { readStatements });
+    }),
   });
   // In the database, whatever its engine: every instance counts the same attempts.
   container.register(TOKENS.attemptCounter, {
     useFactory: instanceCachingFactory((c) => new PostgresAttemptCounter(c.resolve(TOKENS.database).db)),
   });
+  container.register(TOKENS.changeEvents, {
+    useFactory: instanceCachingFactory((c) => {
+      const database = c.resolve(TOKENS.database);
+      const logger = c.resolve(TOKENS.logger);
+      return new PostgresChangeEventLog(database.db, {
+        ...(database.notifications === undefined ? {} : { notifications: database.notifications }),
+        onError: (error) => logger.error({ err: error }, "numbering change events failed; retrying"),
+      });
+    }),
+  });
   container.register(TOKENS.expirySweeps, {
     useFactory: instanceCachingFactory<readonly ExpirySweep[]>((c) => {
       const attempts = c.resolve(TOKENS.attemptCounter);
       const posts = c.resolve(TOKENS.postRepository);
+      const events = c.resolve(TOKENS.changeEvents);
+      const { eventsRetentionMs } = c.resolve(TOKENS.config);
       return [
         { name: "attempt counts", deleteExpired: (now) => attempts.deleteExpired(now) },
         { name: "idempotency keys", deleteExpired: (now) => posts.deleteExpiredIdempotencyKeys(now) },
+        {
+          name: "change events",
+          deleteExpired: (now) => events.deleteNumberedBefore(new Date(now.getTime() - eventsRetentionMs)),
+        },
       ];
     }),
   });
@@ -129,7 +159,8 @@ export function createContainer(seeds: ContainerSeeds): DependencyContainer {
     useFactory: instanceCachingFactory<HttpAppOptions>((c) => {
       const config = c.resolve(TOKENS.config);
       const database = c.resolve(TOKENS.database);
-      const postCache = c.resolve(TOKENS.postCache);
+      // The HTTP app sees only what the cache holds and its counts.
+      const postCache: PostCacheView | undefined = c.resolve(TOKENS.postCache);
       return {
         deps: c.resolve(TOKENS.dependencies),
         jwt: {
@@ -150,7 +181,9 @@ export function createContainer(seeds: ContainerSeeds): DependencyContainer {
         attemptCounter: c.resolve(TOKENS.attemptCounter),
         metrics: config.metrics,
         poolStats: database.poolStats,
+        ...(database.standbyStats === undefined ? {} : { standbyStats: database.standbyStats }),
         ...(postCache === undefined ? {} : { postCache }),
+        changeEvents: c.resolve(TOKENS.changeEvents),
         timeouts: {
           requestMs: config.http.requestTimeoutMs,
           connectionMs: config.http.connectionTimeoutMs,

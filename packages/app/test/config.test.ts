@@ -36,6 +36,7 @@ describe("loadConfig", () => {
       loginThrottle: {},
       metrics: true,
       idempotencyTtlMs: 86_400_000,
+      eventsRetentionMs: 604_800_000,
       postCache: { maxBytes: 37_748_736, maxPostBytes: 1_048_576 },
       http: { requestTimeoutMs: 30_000, connectionTimeoutMs: 60_000, keepAliveTimeoutMs: 72_000 },
     } satisfies AppConfig);
@@ -50,6 +51,8 @@ describe("loadConfig", () => {
       PORT: "3000",
       HOST: "127.0.0.1",
       DATABASE_URL: "postgres://app:pw@db.internal:5432/posts",
+      DATABASE_READ_URLS: "postgres://app:pw@standby-a:5432/posts, postgres://app:pw@standby-b:5432/posts",
+      READ_REPLICA_MAX_WAIT_MS: "20",
       DATA_DIR: "/var/lib/posts",
       JWT_SECRET: SECRET_32,
       JWT_ISSUER: "me",
@@ -70,6 +73,7 @@ describe("loadConfig", () => {
       LOGIN_THROTTLE_WINDOW_MS: "1000",
       METRICS: "false",
       IDEMPOTENCY_TTL_MS: "60000",
+      EVENTS_RETENTION_MS: "3600000",
       POST_CACHE_MAX_BYTES: "1000000",
       POST_CACHE_MAX_POST_BYTES: "5000",
       HTTP_REQUEST_TIMEOUT_MS: "10000",
@@ -87,6 +91,8 @@ describe("loadConfig", () => {
         connectTimeoutMs: 1000,
         statementTimeoutMs: 2000,
         namedStatements: false,
+        readUrls: ["postgres://app:pw@standby-a:5432/posts", "postgres://app:pw@standby-b:5432/posts"],
+        readMaxWaitMs: 20,
       },
       jwt: { secret: { from: "environment", secret: SECRET_32 }, issuer: "me", ttlMs: 60_000 },
       bodyLimit: 2048,
@@ -100,6 +106,7 @@ describe("loadConfig", () => {
       loginThrottle: { max: 3, windowMs: 1000 },
       metrics: false,
       idempotencyTtlMs: 60_000,
+      eventsRetentionMs: 3_600_000,
       postCache: { maxBytes: 1_000_000, maxPostBytes: 5000 },
       http: { requestTimeoutMs: 10_000, connectionTimeoutMs: 20_000, keepAliveTimeoutMs: 65_000 },
     } satisfies AppConfig);
@@ -125,6 +132,36 @@ describe("loadConfig", () => {
     expect(database({})).toMatchObject({ kind: "postgres", namedStatements: true });
     expect(database({ DB_NAMED_STATEMENTS: "false" })).toMatchObject({ namedStatements: false });
     expect(database({ DB_NAMED_STATEMENTS: "TRUE" })).toMatchObject({ namedStatements: true });
+  });
+
+  it("reads from no standby unless DATABASE_READ_URLS names some, and waits 50 ms for one by default", () => {
+    const database = (env: Environment) =>
+      valid({ DATABASE_URL: "postgres://h/db", JWT_SECRET: SECRET_32, ...env }).database;
+    expect(database({})).toMatchObject({ readUrls: [], readMaxWaitMs: 50 });
+    expect(database({ DATABASE_READ_URLS: " , " })).toMatchObject({ readUrls: [] });
+    expect(
+      database({ DATABASE_READ_URLS: "postgresql://s1/db", READ_REPLICA_MAX_WAIT_MS: "0" }),
+    ).toMatchObject({
+      readUrls: ["postgresql://s1/db"],
+      readMaxWaitMs: 0,
+    });
+  });
+
+  it("refuses standby URLs that are not PostgreSQL URLs, never echoing them, and standbys without a primary", () => {
+    expect(
+      problems({
+        DATABASE_URL: "postgres://h/db",
+        JWT_SECRET: SECRET_32,
+        DATABASE_READ_URLS: "postgres://u:secret@s1/db,mysql://u:secret@s2/db",
+        READ_REPLICA_MAX_WAIT_MS: "soon",
+      }),
+    ).toEqual([
+      "DATABASE_READ_URLS must be a comma-separated list of URLs of the form postgres://user:password@host:5432/database.",
+      'READ_REPLICA_MAX_WAIT_MS must be a whole number from 0 to 2147483647, got "soon".',
+    ]);
+    expect(problems({ DATABASE_READ_URLS: "postgres://s1/db" })).toEqual([
+      "DATABASE_READ_URLS names standbys of the DATABASE_URL server: set DATABASE_URL too.",
+    ]);
   });
 
   it("takes the JWT secret as given, surrounding spaces included", () => {
