@@ -184,6 +184,244 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/posts/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Follow every change of posts, in order: Server-Sent Events or JSON pages
+         * @description Each change is one event, numbered 1, 2, 3, … for the whole service with no gap. With Accept: text/event-stream, a stream of `id`/`event`/`data` messages (data: the CloudEvent on one line) from after Last-Event-ID or ?after= (else from now on), a comment line at least every 15 s, and `event: reset` with data {"oldest": n} first when resuming before the oldest event kept. Otherwise one JSON page after ?after= (default 0) of at most ?limit= events.
+         */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description Start after this event number (default 0; the stream: the current end) */
+                    after?: number;
+                    /** @description JSON page size */
+                    limit?: number;
+                };
+                header?: {
+                    /** @description text/event-stream for Server-Sent Events; else a JSON page */
+                    Accept?: string;
+                    /** @description The stream resumes after this event number (takes precedence over after) */
+                    "Last-Event-ID"?: string;
+                };
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description A JSON page, or (Accept: text/event-stream) the stream */
+                200: {
+                    headers: {
+                        "Cache-Control"?: "no-cache";
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            events: {
+                                /** @enum {string} */
+                                specversion: "1.0";
+                                /** @description The event's number: 1, 2, 3, … with no gap */
+                                id: string;
+                                /** @enum {string} */
+                                source: "/api/v1/posts";
+                                type: "post.created" | "post.updated" | "post.deleted";
+                                /** @description The post's id */
+                                subject: string;
+                                /**
+                                 * Format: date-time
+                                 * @description The change's instant, UTC, with milliseconds
+                                 */
+                                time: string;
+                                /** @enum {string} */
+                                datacontenttype: "application/json";
+                                /** @description The post after the change; {id} only for post.deleted */
+                                data: {
+                                    id: number;
+                                    title: string;
+                                    content: string;
+                                    /**
+                                     * @description Local date-time in the service's time zone (APP_TIME_ZONE), yyyy-MM-ddTHH:mm:ss.SSS
+                                     * @example 2026-11-22T10:15:30.123
+                                     */
+                                    createdAt: string;
+                                    /**
+                                     * @description Local date-time in the service's time zone (APP_TIME_ZONE), yyyy-MM-ddTHH:mm:ss.SSS
+                                     * @example 2026-11-22T10:15:30.123
+                                     */
+                                    updatedAt: string;
+                                    /** @description The author: id and email only */
+                                    user: {
+                                        id: number;
+                                        email: string;
+                                    };
+                                } | {
+                                    id: number;
+                                };
+                            }[];
+                            /** @description The last number listed, or `after` when none: the next page's after */
+                            next: number;
+                        };
+                        "text/event-stream": string;
+                    };
+                };
+                /** @description after, limit or Last-Event-ID not a non-negative integer in range */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /**
+                             * @description Local date-time in the service's time zone (APP_TIME_ZONE), yyyy-MM-ddTHH:mm:ss.SSS
+                             * @example 2026-11-22T10:15:30.123
+                             */
+                            timestamp: string;
+                            /** @example 400 */
+                            status: number;
+                            /**
+                             * @description HTTP reason phrase
+                             * @example Bad Request
+                             */
+                            error: string;
+                            /**
+                             * @description Request path without the query string
+                             * @example /api/v1/posts
+                             */
+                            path: string;
+                            message?: string;
+                            /** @description Every failing field */
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description X-AUTH-TOKEN present but invalid or expired */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                        };
+                    };
+                };
+                /** @description JSON page after events no longer kept: "Gone", with the oldest kept in message */
+                410: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /**
+                             * @description Local date-time in the service's time zone (APP_TIME_ZONE), yyyy-MM-ddTHH:mm:ss.SSS
+                             * @example 2026-11-22T10:15:30.123
+                             */
+                            timestamp: string;
+                            /** @example 400 */
+                            status: number;
+                            /**
+                             * @description HTTP reason phrase
+                             * @example Bad Request
+                             */
+                            error: string;
+                            /**
+                             * @description Request path without the query string
+                             * @example /api/v1/posts
+                             */
+                            path: string;
+                            message?: string;
+                            /** @description Every failing field */
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description Unexpected failure; carries no internal detail */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /**
+                             * @description Local date-time in the service's time zone (APP_TIME_ZONE), yyyy-MM-ddTHH:mm:ss.SSS
+                             * @example 2026-11-22T10:15:30.123
+                             */
+                            timestamp: string;
+                            /** @example 400 */
+                            status: number;
+                            /**
+                             * @description HTTP reason phrase
+                             * @example Bad Request
+                             */
+                            error: string;
+                            /**
+                             * @description Request path without the query string
+                             * @example /api/v1/posts
+                             */
+                            path: string;
+                            message?: string;
+                            /** @description Every failing field */
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description Database unavailable; see Retry-After */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /**
+                             * @description Local date-time in the service's time zone (APP_TIME_ZONE), yyyy-MM-ddTHH:mm:ss.SSS
+                             * @example 2026-11-22T10:15:30.123
+                             */
+                            timestamp: string;
+                            /** @example 400 */
+                            status: number;
+                            /**
+                             * @description HTTP reason phrase
+                             * @example Bad Request
+                             */
+                            error: string;
+                            /**
+                             * @description Request path without the query string
+                             * @example /api/v1/posts
+                             */
+                            path: string;
+                            message?: string;
+                            /** @description Every failing field */
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/posts": {
         parameters: {
             query?: never;
