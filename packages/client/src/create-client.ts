@@ -1,3 +1,4 @@
+import { Events } from "./events.js";
 import { Posts } from "./posts.js";
 import { type ClientOptions, Transport } from "./transport.js";
 import { Users } from "./users.js";
@@ -6,6 +7,8 @@ import { Users } from "./users.js";
 export interface PostsClient {
   readonly posts: Posts;
   readonly users: Users;
+  /** The change feed: `for await (const event of client.events.follow())`. */
+  readonly events: Events;
   /** The same client, authenticated with `token` (a login's `token`). */
   withToken(token: string): PostsClient;
 }
@@ -24,6 +27,7 @@ function clientOver(transport: Transport): PostsClient {
   return {
     posts: new Posts(transport),
     users: new Users(transport),
+    events: new Events(transport.options),
     withToken: (token) => clientOver(transport.withToken(token)),
   };
 }

@@ -43,6 +43,8 @@ export type ClientError =
   | Failure<"unexpected-status", { readonly body: string }>
   /** A success whose answer lacks what the contract promises (e.g. a 201 without Location). */
   | Failure<"invalid-response">
+  /** The change feed cannot resume where it was asked to: those events are no longer kept. */
+  | Failure<"gone">
   /** No answer: connection refused or reset, DNS, TLS… (after the retries allowed, if any). */
   | Failure<"network", { readonly cause: unknown }>
   /** No answer within the per-attempt timeout (after the retries allowed, if any). */

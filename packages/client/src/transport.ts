@@ -67,6 +67,11 @@ export class Transport {
     this.#policy = { ...DEFAULT_RETRY, ...options.retry };
   }
 
+  /** How it was made: the change feed connects with the same options. */
+  get options(): ClientOptions {
+    return this.#options;
+  }
+
   /** The same service, with `token` sent on every request. */
   withToken(token: string): Transport {
     return new Transport({ ...this.#options, token });
