@@ -239,3 +239,50 @@ export async function alteredTypes(path: string): Promise<void> {
   const committed = await readFile(`${ROOT}packages/client/src/generated/openapi.ts`, "utf8");
   await writeFile(path, committed.replace("title: string", "title: number"));
 }
+
+/**
+ * Follows the change feed through the proxy, which cuts the stream after the first event of a
+ * new post: the feed resumes with Last-Event-ID and sees the post's three events, every event
+ * number once and in order.
+ */
+export async function followTheFeedThroughACut(proxy: TcpProxy, proxiedUrl: string, url: string) {
+  const { client } = await signedUp(url);
+  const { id } = succeeded(await client.posts.create({ title: "followed", content: "c" }));
+  const { client: follower, sent } = clientOf(proxiedUrl);
+  const controller = new AbortController();
+  const feed = follower.events.follow({ after: 0, signal: controller.signal });
+  const numbers: number[] = [];
+  const ofThePost: string[] = [];
+  let changed: (() => void) | undefined;
+  const following = (async () => {
+    for await (const event of feed) {
+      numbers.push(Number(event.id));
+      if (event.subject === String(id)) ofThePost.push(event.type);
+      changed?.();
+      if (ofThePost.length === 3) controller.abort();
+    }
+  })();
+  const until = async (done: () => boolean) => {
+    const deadline = performance.now() + 20_000;
+    while (!done() && performance.now() < deadline)
+      await new Promise<void>((resolve) => {
+        changed = resolve;
+        setTimeout(resolve, 100);
+      });
+    expect(done(), `events seen: ${numbers.join(", ")}; of the post: ${ofThePost.join(", ")}`).toBe(true);
+  };
+  await until(() => ofThePost.length === 1);
+  proxy.cut();
+  const read = succeeded(await client.posts.get(id));
+  succeeded(await client.posts.update(read, { title: "followed, edited" }));
+  succeeded(await client.posts.delete(id));
+  await until(() => ofThePost.length === 3);
+  await following;
+  expect(feed.error).toBeUndefined();
+  expect(ofThePost).toEqual(["post.created", "post.updated", "post.deleted"]);
+  // Gap-free, each once: 1, 2, 3, …
+  expect(numbers).toEqual(numbers.map((_, index) => index + 1));
+  const connections = sent.filter((request) => request.url.includes("/api/v1/posts/events"));
+  expect(connections.length).toBeGreaterThanOrEqual(2);
+  expect(Number(connections[1]?.headers.get("last-event-id"))).toBeGreaterThanOrEqual(1);
+}

@@ -14,6 +14,7 @@ import {
   alteredTypes,
   checkGeneratedTypes,
   clientOf,
+  followTheFeedThroughACut,
   honourRetryAfter,
   postsOf,
   refuseAStaleUpdate,
@@ -67,6 +68,10 @@ describe("@posts/client on the service with the embedded database (PGlite), a re
 
   it("honours Retry-After on 429 and then succeeds", async () => {
     await honourRetryAfter(url());
+  });
+
+  it("follows the change feed across a cut stream: resumes with Last-Event-ID, every event once", async () => {
+    await followTheFeedThroughACut(proxy ?? expect.fail("no proxy"), proxiedUrl(), url());
   });
 
   it("its committed types are what the served OpenAPI document generates, and the check fails when they differ", async () => {
@@ -123,6 +128,11 @@ describeOnPostgres(
 
     it("honours Retry-After on 429 and then succeeds", async () => {
       await honourRetryAfter(url());
+    });
+
+    it("follows the change feed across a cut stream: resumes with Last-Event-ID, every event once", async () => {
+      const proxy = serviceProxy ?? expect.fail("no proxy");
+      await followTheFeedThroughACut(proxy, `http://127.0.0.1:${proxy.port}`, url());
     });
 
     it("rides out a 503 window (database refused) with retries, creating the post once; a registration is not retried", async () => {
