@@ -109,10 +109,7 @@ export async function buildHttpApp(options: HttpAppOptions): Promise<FastifyInst
   // Before every route: @fastify/swagger collects routes as they are added.
   await app.register(openApi);
   if (options.metrics !== false) {
-    // Called on the cache, not detached from it: a class's stats() reads its own fields.
-    const { postCache } = options;
-    const postCacheStats = postCache === undefined ? undefined : () => postCache.stats();
-    await app.register(metrics, { poolStats: options.poolStats, postCacheStats });
+    await app.register(metrics, { poolStats: options.poolStats, postCacheStats: options.postCache?.stats });
   }
 
   const context: RouteContext = {

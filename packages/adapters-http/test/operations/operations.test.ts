@@ -92,23 +92,6 @@ describe("operations", () => {
     );
   });
 
-  it("GET /metrics reads the stats of a post cache whose stats() is a method using its own fields", async () => {
-    class CountingCache {
-      readonly #hits = 5;
-      holds(): boolean {
-        return false;
-      }
-      stats() {
-        return { hits: this.#hits, misses: 1, pagesThroughCache: 0, pagesInFull: 1, posts: 2, bytes: 300 };
-      }
-    }
-    const { app } = await buildTestApp({ postCache: new CountingCache() });
-    const response = await app.inject({ method: "GET", url: "/metrics" });
-    expect(response.statusCode).toBe(200);
-    expect(response.body).toContain('post_cache_lookups_total{result="hit"} 5');
-    await app.close();
-  });
-
   it("serves no /metrics when metrics is false", async () => {
     const { app } = await buildTestApp({ metrics: false });
     expect((await app.inject({ method: "GET", url: "/metrics" })).statusCode).toBe(404);
