@@ -12,4 +12,6 @@ export type {
   HttpTimeouts,
   PostCacheAccess,
   PostCacheStats,
+  StandbyReadStats,
+  StandbyStats,
 } from "./http-app-options.js";

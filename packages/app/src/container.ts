@@ -2,7 +2,7 @@
 import "reflect-metadata";
 import type { HttpAppOptions } from "@posts/adapters-http";
 import { DEFAULT_LOGIN_THROTTLE, JwtTokenIssuer } from "@posts/adapters-http";
-import type { DatabaseHandle } from "@posts/adapters-postgres";
+import type { DatabaseHandle, PostCacheView } from "@posts/adapters-postgres";
 import {
   isDatabaseUnavailable,
   PostCache,
@@ -85,11 +85,19 @@ export function createContainer(seeds: ContainerSeeds): DependencyContainer {
   container.register(TOKENS.postRepository, {
     useFactory: instanceCachingFactory((c) => {
       const cache = c.resolve(TOKENS.postCache);
-      return new PostgresPostRepository(c.resolve(TOKENS.database).db, cache === undefined ? {} : { cache });
+      // With standbys, the reads one may answer go through the database's standby reads.
+      const { db, readStatements } = c.resolve(TOKENS.database);
+      return new PostgresPostRepository(db, {
+        ...(cache === undefined ? {} : { cache }),
+        ...(readStatements === undefined ? {} : { readStatements }),
+      });
     }),
   });
   container.register(TOKENS.userRepository, {
-    useFactory: instanceCachingFactory((c) => new PostgresUserRepository(c.resolve(TOKENS.database).db)),
+    useFactory: instanceCachingFactory((c) => {
+      const { db, readStatements } = c.resolve(TOKENS.database);
+      return new PostgresUserRepository(db, readStatements === undefined ? {} : { readStatements });
+    }),
   });
   // In the database, whatever its engine: every instance counts the same attempts.
   container.register(TOKENS.attemptCounter, {
@@ -129,7 +137,8 @@ export function createContainer(seeds: ContainerSeeds): DependencyContainer {
     useFactory: instanceCachingFactory<HttpAppOptions>((c) => {
       const config = c.resolve(TOKENS.config);
       const database = c.resolve(TOKENS.database);
-      const postCache = c.resolve(TOKENS.postCache);
+      // The HTTP app sees only what the cache holds and its counts.
+      const postCache: PostCacheView | undefined = c.resolve(TOKENS.postCache);
       return {
         deps: c.resolve(TOKENS.dependencies),
         jwt: {
@@ -150,6 +159,7 @@ export function createContainer(seeds: ContainerSeeds): DependencyContainer {
         attemptCounter: c.resolve(TOKENS.attemptCounter),
         metrics: config.metrics,
         poolStats: database.poolStats,
+        ...(database.standbyStats === undefined ? {} : { standbyStats: database.standbyStats }),
         ...(postCache === undefined ? {} : { postCache }),
         timeouts: {
           requestMs: config.http.requestTimeoutMs,

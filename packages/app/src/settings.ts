@@ -68,6 +68,18 @@ export const SETTINGS = Type.Object({
         "the PostgreSQL server (`postgres://` or `postgresql://`); unset = embedded PostgreSQL (PGlite) in `DATA_DIR/pglite`",
     }),
   ),
+  DATABASE_READ_URLS: Type.Array(Type.String({ format: "postgres-url", secret: true }), {
+    default: [],
+    must: "a comma-separated list of URLs of the form postgres://user:password@host:5432/database",
+    description:
+      "hot standbys of the `DATABASE_URL` server; reads (a post, pages, search, a login's user lookup) are answered by one that has replayed every write acknowledged before the read arrived (README *Beyond one database server*); none = every statement on `DATABASE_URL`",
+  }),
+  READ_REPLICA_MAX_WAIT_MS: Type.Integer({
+    default: 50,
+    minimum: 0,
+    maximum: MAX_TIMER_MS,
+    description: "longest a read waits for a standby to catch up before the primary answers it",
+  }),
   DATA_DIR: Type.String({ default: "./data", description: "embedded database and generated JWT key" }),
   JWT_SECRET: Type.Optional(
     Type.String({
