@@ -36,6 +36,8 @@ export const MAX_TIMER_MS = 2_147_483_647;
 /** A century in milliseconds: now plus more would soon leave the range of a JavaScript Date. */
 export const MAX_IDEMPOTENCY_TTL_MS = 3_153_600_000_000;
 const MIB = 1_048_576;
+/** How long change events are kept by default: seven days. */
+export const DEFAULT_EVENTS_RETENTION_MS = 604_800_000;
 
 /**
  * The JWT key length floor of CONTRACT §4, the same as the HTTP adapter's `MIN_SECRET_BYTES`
@@ -199,6 +201,14 @@ export const SETTINGS = Type.Object({
     maximum: MAX_IDEMPOTENCY_TTL_MS,
     description:
       "how long an `Idempotency-Key` of `POST /api/v1/posts` is remembered; past it the same key creates a new post",
+  }),
+  // The same ceiling as the keys': past a century, now minus it leaves the range of a Date.
+  EVENTS_RETENTION_MS: Type.Integer({
+    default: DEFAULT_EVENTS_RETENTION_MS,
+    minimum: 1,
+    maximum: MAX_IDEMPOTENCY_TTL_MS,
+    description:
+      "how long change events stay in the feed at least; resuming before the oldest kept event answers `reset` (stream) or 410 (page)",
   }),
   POST_CACHE_MAX_BYTES: Type.Integer({
     default: 36 * MIB,

@@ -5,6 +5,7 @@ import { closeOnce } from "./close-once.js";
 import type { DatabaseHandle } from "./database-handle.js";
 import { DIRECT_STATEMENTS } from "./direct-statements.js";
 import { poolForKysely, poolStats } from "./pool-for-kysely.js";
+import { postgresNotifications } from "./postgres-notifications.js";
 import { createStandbyReads, standbyLabel } from "./standby-reads/standby-reads.js";
 import { PREPARED_STATEMENT_NAMES } from "./statement-names.js";
 import { TYPE_PARSERS } from "./type-parsers.js";
@@ -72,11 +73,23 @@ export function createPostgresDatabase(options: PostgresDatabaseOptions): Databa
   const { forKysely, run } = poolForKysely(pool, queryTimeout, names);
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: forKysely }) });
   DIRECT_STATEMENTS.set(db, run);
+  // Its connection opens on the first LISTEN only: a handle nobody listens on costs nothing more.
+  const listening = postgresNotifications({
+    connectionString: options.connectionString,
+    applicationName: `${options.applicationName ?? "posts-service"} (listen)`,
+    ...(options.onIdleClientError === undefined ? {} : { onError: options.onIdleClientError }),
+  });
   const handle: DatabaseHandle = {
     db,
     engine: "postgres",
-    close: closeOnce(db),
+    close: closeOnce({
+      destroy: async () => {
+        await listening.close();
+        await db.destroy();
+      },
+    }),
     poolStats: () => poolStats(pool),
+    notifications: listening.notifications,
   };
   const readUrls = options.readConnectionStrings ?? [];
   if (readUrls.length === 0) return handle;

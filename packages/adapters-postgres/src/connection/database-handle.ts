@@ -1,6 +1,7 @@
 import type { Kysely } from "kysely";
 import type { Database } from "../schema/database.js";
 import type { RunStatement } from "./direct-statements.js";
+import type { Notifications } from "./notifications.js";
 import type { PoolStats } from "./pool-for-kysely.js";
 import type { StandbyReadStats } from "./standby-reads/standby-reads.js";
 
@@ -27,4 +28,6 @@ export interface DatabaseHandle {
   readonly readStatements?: RunStatement;
   /** With `readStatements`: each standby's state, lag and reads, and the reads the primary answered instead. */
   readonly standbyStats?: () => StandbyReadStats;
+  /** LISTEN/NOTIFY on this database; absent when the handle cannot listen. */
+  readonly notifications?: Notifications;
 }
