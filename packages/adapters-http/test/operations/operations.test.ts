@@ -164,8 +164,14 @@ describe("operations", () => {
     expect(document.paths["/api/v1/posts/{id}"].patch.responses["401"].content).toHaveProperty([
       "text/plain",
     ]);
-    const post = document.paths["/api/v1/posts/{id}"].get.responses["200"].content["application/json"].schema;
-    const page = document.paths["/api/v1/posts"].get.responses["200"].content["application/json"].schema;
+    const post = resolve(
+      document,
+      document.paths["/api/v1/posts/{id}"].get.responses["200"].content["application/json"].schema,
+    );
+    const page = resolve(
+      document,
+      document.paths["/api/v1/posts"].get.responses["200"].content["application/json"].schema,
+    );
     expect(Object.keys(page.properties)).toEqual(["content", "size", "nextCursor"]);
     expect(Object.keys(post.properties)).toEqual(POST_PROPERTIES);
   });
@@ -206,7 +212,8 @@ describe("operations", () => {
       ["post", "/api/v1/posts", "422"],
     ] as const) {
       expect(
-        operation(method, path).responses[status].content["application/json"].schema.properties,
+        resolve(document, operation(method, path).responses[status].content["application/json"].schema)
+          .properties,
       ).toHaveProperty("timestamp");
     }
   });
@@ -282,3 +289,14 @@ describe("operations", () => {
     await expect(buildTestApp({ timeZone: "Mars/Olympus_Mons" })).rejects.toThrow(RangeError);
   });
 });
+
+/** The schema a `$ref` to `#/components/schemas/<name>` names, or `schema` itself. */
+function resolve(
+  document: { components: { schemas: Record<string, { properties: object }> } },
+  schema: { $ref?: string; properties?: object },
+): { properties: object } {
+  const name = schema.$ref?.replace("#/components/schemas/", "");
+  return name === undefined
+    ? (schema as { properties: object })
+    : (document.components.schemas[name] ?? { properties: {} });
+}
