@@ -109,7 +109,10 @@ export async function buildHttpApp(options: HttpAppOptions): Promise<FastifyInst
   // Before every route: @fastify/swagger collects routes as they are added.
   await app.register(openApi);
   if (options.metrics !== false) {
-    await app.register(metrics, { poolStats: options.poolStats, postCacheStats: options.postCache?.stats });
+    // Bound: the cache is a class whose stats() reads its private fields.
+    const postCache = options.postCache;
+    const postCacheStats = postCache === undefined ? undefined : () => postCache.stats();
+    await app.register(metrics, { poolStats: options.poolStats, postCacheStats });
   }
 
   const context: RouteContext = {

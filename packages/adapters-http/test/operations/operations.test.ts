@@ -92,6 +92,23 @@ describe("operations", () => {
     );
   });
 
+  it("GET /metrics reads a post cache whose stats() is a method of a class with private fields", async () => {
+    class Cache {
+      readonly #hits = 5;
+      holds(): boolean {
+        return false;
+      }
+      stats() {
+        return { hits: this.#hits, misses: 0, pagesThroughCache: 0, pagesInFull: 0, posts: 0, bytes: 0 };
+      }
+    }
+    const { app } = await buildTestApp({ postCache: new Cache() });
+    const response = await app.inject({ method: "GET", url: "/metrics" });
+    expect(response.statusCode).toBe(200);
+    expect(response.body).toContain('post_cache_lookups_total{result="hit"} 5');
+    await app.close();
+  });
+
   it("serves no /metrics when metrics is false", async () => {
     const { app } = await buildTestApp({ metrics: false });
     expect((await app.inject({ method: "GET", url: "/metrics" })).statusCode).toBe(404);
