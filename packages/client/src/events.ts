@@ -1,6 +1,6 @@
 import { errorOf } from "./answers.js";
 import { backoffDelay, DEFAULT_RETRY } from "./backoff.js";
-import type { paths } from "./generated/openapi.js";
+import type { components } from "./generated/openapi.js";
 import type { ClientError } from "./result.js";
 import type { ClientOptions } from "./transport.js";
 
@@ -9,14 +9,7 @@ import type { ClientOptions } from "./transport.js";
  * sequence (a decimal string), `type` `post.created` | `post.updated` | `post.deleted`,
  * `subject` the post's id, `data` the post after the change (`{ id }` for a deletion).
  */
-export type PostEvent =
-  JsonOf<paths["/api/v1/posts/events"]["get"]["responses"][200]> extends {
-    events: Array<infer Event>;
-  }
-    ? Event
-    : never;
-
-type JsonOf<R> = R extends { content: { "application/json": infer Body } } ? Body : never;
+export type PostEvent = components["schemas"]["ChangeEvent"];
 
 /** Where to start following the feed. */
 export interface FollowOptions {

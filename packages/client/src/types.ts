@@ -1,28 +1,27 @@
-import type { paths } from "./generated/openapi.js";
+import type { components, paths } from "./generated/openapi.js";
 
-/** The JSON body of a response object of the generated types. */
-type JsonOf<R> = R extends { content: { "application/json": infer Body } } ? Body : never;
+type Schemas = components["schemas"];
 
 /** A post as the service sends it: `id`, `title`, `content`, `createdAt`, `updatedAt`, `user` ({ id, email }). */
-export type Post = JsonOf<paths["/api/v1/posts/{id}"]["get"]["responses"][200]>;
+export type Post = Schemas["Post"];
 
 /** One keyset page of posts, newest first; `nextCursor` is null on the last page. */
-export type PostPage = JsonOf<paths["/api/v1/posts"]["get"]["responses"][200]>;
+export type PostPage = Schemas["PostPage"];
 
 /** A user as the service sends it: `id`, `email`, `createdAt`. */
-export type User = JsonOf<paths["/api/v1/user"]["get"]["responses"][200]>;
+export type User = Schemas["User"];
 
 /** The answer to a login: the JWT to send as `X-AUTH-TOKEN`, and how long it lasts. */
-export type Login = JsonOf<paths["/api/v1/user/login"]["post"]["responses"][200]>;
+export type Login = Schemas["Login"];
 
 /** The body of a registration or a login. */
-export type Credentials = JsonOf<NonNullable<paths["/api/v1/user"]["post"]["requestBody"]>>;
+export type Credentials = Schemas["Credentials"];
 
 /** The body of a create: `title` and `content`. */
-export type NewPost = JsonOf<NonNullable<paths["/api/v1/posts"]["post"]["requestBody"]>>;
+export type NewPost = Schemas["NewPost"];
 
 /** The fields an update changes; absent (or null) ones stay as they are. */
-export type PostChanges = JsonOf<NonNullable<paths["/api/v1/posts/{id}"]["patch"]["requestBody"]>>;
+export type PostChanges = Schemas["PostChanges"];
 
 /** The query of a listing: `size` (1–100), `userId`, `q` (search); the cursor is the iterator's business. */
 export type ListQuery = Omit<NonNullable<paths["/api/v1/posts"]["get"]["parameters"]["query"]>, "cursor">;

@@ -12,37 +12,7 @@ export interface paths {
             cookie?: never;
         };
         /** Prometheus metrics */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Prometheus text format */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "text/plain": string;
-                    };
-                };
-                /** @description X-AUTH-TOKEN present but invalid */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["getMetrics"];
         put?: never;
         post?: never;
         delete?: never;
@@ -59,40 +29,7 @@ export interface paths {
             cookie?: never;
         };
         /** Liveness */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {string} */
-                            status: "ok";
-                        };
-                    };
-                };
-                /** @description X-AUTH-TOKEN present but invalid */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["getHealth"];
         put?: never;
         post?: never;
         delete?: never;
@@ -109,73 +46,7 @@ export interface paths {
             cookie?: never;
         };
         /** Readiness: the database answers */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {string} */
-                            status: "ok";
-                        };
-                    };
-                };
-                /** @description X-AUTH-TOKEN present but invalid */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                        };
-                    };
-                };
-                /** @description Not ready; see Retry-After */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /**
-                             * @description Local date-time in the service's time zone (APP_TIME_ZONE), yyyy-MM-ddTHH:mm:ss.SSS
-                             * @example 2026-11-22T10:15:30.123
-                             */
-                            timestamp: string;
-                            /** @example 400 */
-                            status: number;
-                            /**
-                             * @description HTTP reason phrase
-                             * @example Bad Request
-                             */
-                            error: string;
-                            /**
-                             * @description Request path without the query string
-                             * @example /api/v1/posts
-                             */
-                            path: string;
-                            message?: string;
-                            /** @description Every failing field */
-                            errors?: {
-                                field: string;
-                                message: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["getReadiness"];
         put?: never;
         post?: never;
         delete?: never;
@@ -195,225 +66,7 @@ export interface paths {
          * Follow every change of posts, in order: Server-Sent Events or JSON pages
          * @description Each change is one event, numbered 1, 2, 3, … for the whole service with no gap. With Accept: text/event-stream, a stream of `id`/`event`/`data` messages (data: the CloudEvent on one line) from after Last-Event-ID or ?after= (else from now on), a comment line at least every 15 s, and `event: reset` with data {"oldest": n} first when resuming before the oldest event kept. Otherwise one JSON page after ?after= (default 0) of at most ?limit= events.
          */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description Start after this event number (default 0; the stream: the current end) */
-                    after?: number;
-                    /** @description JSON page size */
-                    limit?: number;
-                };
-                header?: {
-                    /** @description text/event-stream for Server-Sent Events; else a JSON page */
-                    Accept?: string;
-                    /** @description The stream resumes after this event number (takes precedence over after) */
-                    "Last-Event-ID"?: string;
-                };
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description A JSON page, or (Accept: text/event-stream) the stream */
-                200: {
-                    headers: {
-                        "Cache-Control"?: "no-cache";
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            events: {
-                                /** @enum {string} */
-                                specversion: "1.0";
-                                /** @description The event's number: 1, 2, 3, … with no gap */
-                                id: string;
-                                /** @enum {string} */
-                                source: "/api/v1/posts";
-                                type: "post.created" | "post.updated" | "post.deleted";
-                                /** @description The post's id */
-                                subject: string;
-                                /**
-                                 * Format: date-time
-                                 * @description The change's instant, UTC, with milliseconds
-                                 */
-                                time: string;
-                                /** @enum {string} */
-                                datacontenttype: "application/json";
-                                /** @description The post after the change; {id} only for post.deleted */
-                                data: {
-                                    id: number;
-                                    title: string;
-                                    content: string;
-                                    /**
-                                     * @description Local date-time in the service's time zone (APP_TIME_ZONE), yyyy-MM-ddTHH:mm:ss.SSS
-                                     * @example 2026-11-22T10:15:30.123
-                                     */
-                                    createdAt: string;
-                                    /**
-                                     * @description Local date-time in the service's time zone (APP_TIME_ZONE), yyyy-MM-ddTHH:mm:ss.SSS
-                                     * @example 2026-11-22T10:15:30.123
-                                     */
-                                    updatedAt: string;
-                                    /** @description The author: id and email only */
-                                    user: {
-                                        id: number;
-                                        email: string;
-                                    };
-                                } | {
-                                    id: number;
-                                };
-                            }[];
-                            /** @description The last number listed, or `after` when none: the next page's after */
-                            next: number;
-                        };
-                        "text/event-stream": string;
-                    };
-                };
-                /** @description after, limit or Last-Event-ID not a non-negative integer in range */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /**
-                             * @description Local date-time in the service's time zone (APP_TIME_ZONE), yyyy-MM-ddTHH:mm:ss.SSS
-                             * @example 2026-11-22T10:15:30.123
-                             */
-                            timestamp: string;
-                            /** @example 400 */
-                            status: number;
-                            /**
-                             * @description HTTP reason phrase
-                             * @example Bad Request
-                             */
-                            error: string;
-                            /**
-                             * @description Request path without the query string
-                             * @example /api/v1/posts
-                             */
-                            path: string;
-                            message?: string;
-                            /** @description Every failing field */
-                            errors?: {
-                                field: string;
-                                message: string;
-                            }[];
-                        };
-                    };
-                };
-                /** @description X-AUTH-TOKEN present but invalid or expired */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                        };
-                    };
-                };
-                /** @description JSON page after events no longer kept: "Gone", with the oldest kept in message */
-                410: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /**
-                             * @description Local date-time in the service's time zone (APP_TIME_ZONE), yyyy-MM-ddTHH:mm:ss.SSS
-                             * @example 2026-11-22T10:15:30.123
-                             */
-                            timestamp: string;
-                            /** @example 400 */
-                            status: number;
-                            /**
-                             * @description HTTP reason phrase
-                             * @example Bad Request
-                             */
-                            error: string;
-                            /**
-                             * @description Request path without the query string
-                             * @example /api/v1/posts
-                             */
-                            path: string;
-                            message?: string;
-                            /** @description Every failing field */
-                            errors?: {
-                                field: string;
-                                message: string;
-                            }[];
-                        };
-                    };
-                };
-                /** @description Unexpected failure; carries no internal detail */
-                500: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /**
-                             * @description Local date-time in the service's time zone (APP_TIME_ZONE), yyyy-MM-ddTHH:mm:ss.SSS
-                             * @example 2026-11-22T10:15:30.123
-                             */
-                            timestamp: string;
-                            /** @example 400 */
-                            status: number;
-                            /**
-                             * @description HTTP reason phrase
-                             * @example Bad Request
-                             */
-                            error: string;
-                            /**
-                             * @description Request path without the query string
-                             * @example /api/v1/posts
-                             */
-                            path: string;
-                            message?: string;
-                            /** @description Every failing field */
-                            errors?: {
-                                field: string;
-                                message: string;
-                            }[];
-                        };
-                    };
-                };
-                /** @description Database unavailable; see Retry-After */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /**
-                             * @description Local date-time in the service's time zone (APP_TIME_ZONE), yyyy-MM-ddTHH:mm:ss.SSS
-                             * @example 2026-11-22T10:15:30.123
-                             */
-                            timestamp: string;
-                            /** @example 400 */
-                            status: number;
-                            /**
-                             * @description HTTP reason phrase
-                             * @example Bad Request
-                             */
-                            error: string;
-                            /**
-                             * @description Request path without the query string
-                             * @example /api/v1/posts
-                             */
-                            path: string;
-                            message?: string;
-                            /** @description Every failing field */
-                            errors?: {
-                                field: string;
-                                message: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["listChangeEvents"];
         put?: never;
         post?: never;
         delete?: never;
@@ -430,471 +83,10 @@ export interface paths {
             cookie?: never;
         };
         /** List posts, newest first, one keyset page at a time */
-        get: {
-            parameters: {
-                query?: {
-                    size?: number;
-                    /** @description Opaque cursor from a previous page's nextCursor */
-                    cursor?: string;
-                    /** @description Only this author's posts */
-                    userId?: number;
-                    /** @description Only posts whose title or content contains this text (ASCII case ignored; %, _ and \ match themselves). At most 200 code points, no U+0000; empty = no search */
-                    q?: string;
-                };
-                header?: {
-                    /**
-                     * @description Entity tags of the copy the client holds, or *: 304 without a body when one is current
-                     * @example "12.mgx3k2ab.AbCdEfGh"
-                     */
-                    "If-None-Match"?: string;
-                };
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description A page; a Link header (rel="next") names the next one when nextCursor is not null */
-                200: {
-                    headers: {
-                        /** @description Weak entity tag of this page (W/"…") */
-                        ETag?: string;
-                        /** @description Revalidate before reuse */
-                        "Cache-Control"?: "no-cache";
-                        /** @description <absolute URL of the next page>; rel="next", when nextCursor is not null */
-                        Link?: string;
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description Posts, newest first */
-                            content: {
-                                id: number;
-                                title: string;
-                                content: string;
-                                /**
-                                 * @description Local date-time in the service's time zone (APP_TIME_ZONE), yyyy-MM-ddTHH:mm:ss.SSS
-                                 * @example 2026-11-22T10:15:30.123
-                                 */
-                                createdAt: string;
-                                /**
-                                 * @description Local date-time in the service's time zone (APP_TIME_ZONE), yyyy-MM-ddTHH:mm:ss.SSS
-                                 * @example 2026-11-22T10:15:30.123
-                                 */
-                                updatedAt: string;
-                                /** @description The author: id and email only */
-                                user: {
-                                    id: number;
-                                    email: string;
-                                };
-                            }[];
-                            /** @description The page size used */
-                            size: number;
-                            /** @description Cursor of the next (older) page; null when no older post follows */
-                            nextCursor: string | null;
-                        };
-                    };
-                };
-                /** @description Not Modified: If-None-Match names the current page tag (weak comparison) or is * */
-                304: {
-                    headers: {
-                        /** @description Weak entity tag of this page (W/"…") */
-                        ETag?: string;
-                        /** @description Revalidate before reuse */
-                        "Cache-Control"?: "no-cache";
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-                /** @description Invalid size, cursor, userId or q */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /**
-                             * @description Local date-time in the service's time zone (APP_TIME_ZONE), yyyy-MM-ddTHH:mm:ss.SSS
-                             * @example 2026-11-22T10:15:30.123
-                             */
-                            timestamp: string;
-                            /** @example 400 */
-                            status: number;
-                            /**
-                             * @description HTTP reason phrase
-                             * @example Bad Request
-                             */
-                            error: string;
-                            /**
-                             * @description Request path without the query string
-                             * @example /api/v1/posts
-                             */
-                            path: string;
-                            message?: string;
-                            /** @description Every failing field */
-                            errors?: {
-                                field: string;
-                                message: string;
-                            }[];
-                        };
-                    };
-                };
-                /** @description X-AUTH-TOKEN present but invalid or expired */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                        };
-                    };
-                };
-                /** @description Unexpected failure; carries no internal detail */
-                500: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /**
-                             * @description Local date-time in the service's time zone (APP_TIME_ZONE), yyyy-MM-ddTHH:mm:ss.SSS
-                             * @example 2026-11-22T10:15:30.123
-                             */
-                            timestamp: string;
-                            /** @example 400 */
-                            status: number;
-                            /**
-                             * @description HTTP reason phrase
-                             * @example Bad Request
-                             */
-                            error: string;
-                            /**
-                             * @description Request path without the query string
-                             * @example /api/v1/posts
-                             */
-                            path: string;
-                            message?: string;
-                            /** @description Every failing field */
-                            errors?: {
-                                field: string;
-                                message: string;
-                            }[];
-                        };
-                    };
-                };
-                /** @description Database unavailable; see Retry-After */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /**
-                             * @description Local date-time in the service's time zone (APP_TIME_ZONE), yyyy-MM-ddTHH:mm:ss.SSS
-                             * @example 2026-11-22T10:15:30.123
-                             */
-                            timestamp: string;
-                            /** @example 400 */
-                            status: number;
-                            /**
-                             * @description HTTP reason phrase
-                             * @example Bad Request
-                             */
-                            error: string;
-                            /**
-                             * @description Request path without the query string
-                             * @example /api/v1/posts
-                             */
-                            path: string;
-                            message?: string;
-                            /** @description Every failing field */
-                            errors?: {
-                                field: string;
-                                message: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["listPosts"];
         put?: never;
         /** Create a post */
-        post: {
-            parameters: {
-                query?: never;
-                header?: {
-                    /** @description 1 to 255 visible ASCII characters. A retry with the same key, title and content creates nothing and answers the first post's Location (Idempotent-Replayed: true); other title or content → 422 */
-                    "Idempotency-Key"?: string;
-                };
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description Not blank; at most 255 code points; no U+0000 or lone surrogate */
-                        title: string;
-                        /** @description Not blank; no U+0000 or lone surrogate */
-                        content: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description Created, or (Idempotent-Replayed: true) created before under this Idempotency-Key; Location is the post's absolute URL */
-                201: {
-                    headers: {
-                        /** @description Absolute URL of the post */
-                        Location?: string;
-                        /** @description Present when the Idempotency-Key made this post before: nothing was created */
-                        "Idempotent-Replayed"?: "true";
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-                /** @description Body not a JSON object, an invalid Idempotency-Key (a message), or every failing field (errors) */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /**
-                             * @description Local date-time in the service's time zone (APP_TIME_ZONE), yyyy-MM-ddTHH:mm:ss.SSS
-                             * @example 2026-11-22T10:15:30.123
-                             */
-                            timestamp: string;
-                            /** @example 400 */
-                            status: number;
-                            /**
-                             * @description HTTP reason phrase
-                             * @example Bad Request
-                             */
-                            error: string;
-                            /**
-                             * @description Request path without the query string
-                             * @example /api/v1/posts
-                             */
-                            path: string;
-                            message?: string;
-                            /** @description Every failing field */
-                            errors?: {
-                                field: string;
-                                message: string;
-                            }[];
-                        };
-                    };
-                };
-                /** @description Invalid token, or the token's user no longer exists */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                        };
-                    };
-                };
-                /** @description No token, no ROLE_USER, or a non-numeric id */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /**
-                             * @description Local date-time in the service's time zone (APP_TIME_ZONE), yyyy-MM-ddTHH:mm:ss.SSS
-                             * @example 2026-11-22T10:15:30.123
-                             */
-                            timestamp: string;
-                            /** @example 400 */
-                            status: number;
-                            /**
-                             * @description HTTP reason phrase
-                             * @example Bad Request
-                             */
-                            error: string;
-                            /**
-                             * @description Request path without the query string
-                             * @example /api/v1/posts
-                             */
-                            path: string;
-                            message?: string;
-                            /** @description Every failing field */
-                            errors?: {
-                                field: string;
-                                message: string;
-                            }[];
-                        };
-                    };
-                };
-                /** @description Body over the limit */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /**
-                             * @description Local date-time in the service's time zone (APP_TIME_ZONE), yyyy-MM-ddTHH:mm:ss.SSS
-                             * @example 2026-11-22T10:15:30.123
-                             */
-                            timestamp: string;
-                            /** @example 400 */
-                            status: number;
-                            /**
-                             * @description HTTP reason phrase
-                             * @example Bad Request
-                             */
-                            error: string;
-                            /**
-                             * @description Request path without the query string
-                             * @example /api/v1/posts
-                             */
-                            path: string;
-                            message?: string;
-                            /** @description Every failing field */
-                            errors?: {
-                                field: string;
-                                message: string;
-                            }[];
-                        };
-                    };
-                };
-                /** @description Body not JSON */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /**
-                             * @description Local date-time in the service's time zone (APP_TIME_ZONE), yyyy-MM-ddTHH:mm:ss.SSS
-                             * @example 2026-11-22T10:15:30.123
-                             */
-                            timestamp: string;
-                            /** @example 400 */
-                            status: number;
-                            /**
-                             * @description HTTP reason phrase
-                             * @example Bad Request
-                             */
-                            error: string;
-                            /**
-                             * @description Request path without the query string
-                             * @example /api/v1/posts
-                             */
-                            path: string;
-                            message?: string;
-                            /** @description Every failing field */
-                            errors?: {
-                                field: string;
-                                message: string;
-                            }[];
-                        };
-                    };
-                };
-                /** @description The Idempotency-Key was used before with another title or content: "Unprocessable Entity", nothing created */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /**
-                             * @description Local date-time in the service's time zone (APP_TIME_ZONE), yyyy-MM-ddTHH:mm:ss.SSS
-                             * @example 2026-11-22T10:15:30.123
-                             */
-                            timestamp: string;
-                            /** @example 400 */
-                            status: number;
-                            /**
-                             * @description HTTP reason phrase
-                             * @example Bad Request
-                             */
-                            error: string;
-                            /**
-                             * @description Request path without the query string
-                             * @example /api/v1/posts
-                             */
-                            path: string;
-                            message?: string;
-                            /** @description Every failing field */
-                            errors?: {
-                                field: string;
-                                message: string;
-                            }[];
-                        };
-                    };
-                };
-                /** @description Unexpected failure; carries no internal detail */
-                500: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /**
-                             * @description Local date-time in the service's time zone (APP_TIME_ZONE), yyyy-MM-ddTHH:mm:ss.SSS
-                             * @example 2026-11-22T10:15:30.123
-                             */
-                            timestamp: string;
-                            /** @example 400 */
-                            status: number;
-                            /**
-                             * @description HTTP reason phrase
-                             * @example Bad Request
-                             */
-                            error: string;
-                            /**
-                             * @description Request path without the query string
-                             * @example /api/v1/posts
-                             */
-                            path: string;
-                            message?: string;
-                            /** @description Every failing field */
-                            errors?: {
-                                field: string;
-                                message: string;
-                            }[];
-                        };
-                    };
-                };
-                /** @description Database unavailable; see Retry-After */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /**
-                             * @description Local date-time in the service's time zone (APP_TIME_ZONE), yyyy-MM-ddTHH:mm:ss.SSS
-                             * @example 2026-11-22T10:15:30.123
-                             */
-                            timestamp: string;
-                            /** @example 400 */
-                            status: number;
-                            /**
-                             * @description HTTP reason phrase
-                             * @example Bad Request
-                             */
-                            error: string;
-                            /**
-                             * @description Request path without the query string
-                             * @example /api/v1/posts
-                             */
-                            path: string;
-                            message?: string;
-                            /** @description Every failing field */
-                            errors?: {
-                                field: string;
-                                message: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-        };
+        post: operations["createPost"];
         delete?: never;
         options?: never;
         head?: never;
@@ -909,672 +101,15 @@ export interface paths {
             cookie?: never;
         };
         /** Read one post */
-        get: {
-            parameters: {
-                query?: never;
-                header?: {
-                    /**
-                     * @description Entity tags of the copy the client holds, or *: 304 without a body when one is current
-                     * @example "12.mgx3k2ab.AbCdEfGh"
-                     */
-                    "If-None-Match"?: string;
-                };
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description The post */
-                200: {
-                    headers: {
-                        /** @description Strong entity tag of this version of the post ("…") */
-                        ETag?: string;
-                        /** @description Revalidate before reuse */
-                        "Cache-Control"?: "no-cache";
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            id: number;
-                            title: string;
-                            content: string;
-                            /**
-                             * @description Local date-time in the service's time zone (APP_TIME_ZONE), yyyy-MM-ddTHH:mm:ss.SSS
-                             * @example 2026-11-22T10:15:30.123
-                             */
-                            createdAt: string;
-                            /**
-                             * @description Local date-time in the service's time zone (APP_TIME_ZONE), yyyy-MM-ddTHH:mm:ss.SSS
-                             * @example 2026-11-22T10:15:30.123
-                             */
-                            updatedAt: string;
-                            /** @description The author: id and email only */
-                            user: {
-                                id: number;
-                                email: string;
-                            };
-                        };
-                    };
-                };
-                /** @description Not Modified: If-None-Match names the current post tag (weak comparison) or is * */
-                304: {
-                    headers: {
-                        /** @description Strong entity tag of this version of the post ("…") */
-                        ETag?: string;
-                        /** @description Revalidate before reuse */
-                        "Cache-Control"?: "no-cache";
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-                /** @description X-AUTH-TOKEN present but invalid or expired */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                        };
-                    };
-                };
-                /** @description No such post (text), or a non-numeric id: a path that does not exist (envelope) */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "text/plain": string;
-                        "application/json": {
-                            /**
-                             * @description Local date-time in the service's time zone (APP_TIME_ZONE), yyyy-MM-ddTHH:mm:ss.SSS
-                             * @example 2026-11-22T10:15:30.123
-                             */
-                            timestamp: string;
-                            /** @example 400 */
-                            status: number;
-                            /**
-                             * @description HTTP reason phrase
-                             * @example Bad Request
-                             */
-                            error: string;
-                            /**
-                             * @description Request path without the query string
-                             * @example /api/v1/posts
-                             */
-                            path: string;
-                            message?: string;
-                            /** @description Every failing field */
-                            errors?: {
-                                field: string;
-                                message: string;
-                            }[];
-                        };
-                    };
-                };
-                /** @description Unexpected failure; carries no internal detail */
-                500: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /**
-                             * @description Local date-time in the service's time zone (APP_TIME_ZONE), yyyy-MM-ddTHH:mm:ss.SSS
-                             * @example 2026-11-22T10:15:30.123
-                             */
-                            timestamp: string;
-                            /** @example 400 */
-                            status: number;
-                            /**
-                             * @description HTTP reason phrase
-                             * @example Bad Request
-                             */
-                            error: string;
-                            /**
-                             * @description Request path without the query string
-                             * @example /api/v1/posts
-                             */
-                            path: string;
-                            message?: string;
-                            /** @description Every failing field */
-                            errors?: {
-                                field: string;
-                                message: string;
-                            }[];
-                        };
-                    };
-                };
-                /** @description Database unavailable; see Retry-After */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /**
-                             * @description Local date-time in the service's time zone (APP_TIME_ZONE), yyyy-MM-ddTHH:mm:ss.SSS
-                             * @example 2026-11-22T10:15:30.123
-                             */
-                            timestamp: string;
-                            /** @example 400 */
-                            status: number;
-                            /**
-                             * @description HTTP reason phrase
-                             * @example Bad Request
-                             */
-                            error: string;
-                            /**
-                             * @description Request path without the query string
-                             * @example /api/v1/posts
-                             */
-                            path: string;
-                            message?: string;
-                            /** @description Every failing field */
-                            errors?: {
-                                field: string;
-                                message: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["getPost"];
         put?: never;
         post?: never;
         /** Delete one's own post */
-        delete: {
-            parameters: {
-                query?: never;
-                header?: {
-                    /**
-                     * @description Entity tags (from ETag) the post must still have, or *: otherwise 412 and nothing changes. Strong comparison; a malformed value matches nothing
-                     * @example "12.mgx3k2ab.AbCdEfGh"
-                     */
-                    "If-Match"?: string;
-                };
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Deleted */
-                204: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-                /** @description Invalid token (JSON), or not the author (text: 게시글 작성자만 삭제할 수 있습니다.) */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                        };
-                        "text/plain": string;
-                    };
-                };
-                /** @description No token, no ROLE_USER, or a non-numeric id */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /**
-                             * @description Local date-time in the service's time zone (APP_TIME_ZONE), yyyy-MM-ddTHH:mm:ss.SSS
-                             * @example 2026-11-22T10:15:30.123
-                             */
-                            timestamp: string;
-                            /** @example 400 */
-                            status: number;
-                            /**
-                             * @description HTTP reason phrase
-                             * @example Bad Request
-                             */
-                            error: string;
-                            /**
-                             * @description Request path without the query string
-                             * @example /api/v1/posts
-                             */
-                            path: string;
-                            message?: string;
-                            /** @description Every failing field */
-                            errors?: {
-                                field: string;
-                                message: string;
-                            }[];
-                        };
-                    };
-                };
-                /** @description No such post: 게시글을 찾을 수 없습니다. */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "text/plain": string;
-                    };
-                };
-                /** @description If-Match names neither the post's current ETag (strong comparison) nor *: "Precondition Failed", nothing changed */
-                412: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /**
-                             * @description Local date-time in the service's time zone (APP_TIME_ZONE), yyyy-MM-ddTHH:mm:ss.SSS
-                             * @example 2026-11-22T10:15:30.123
-                             */
-                            timestamp: string;
-                            /** @example 400 */
-                            status: number;
-                            /**
-                             * @description HTTP reason phrase
-                             * @example Bad Request
-                             */
-                            error: string;
-                            /**
-                             * @description Request path without the query string
-                             * @example /api/v1/posts
-                             */
-                            path: string;
-                            message?: string;
-                            /** @description Every failing field */
-                            errors?: {
-                                field: string;
-                                message: string;
-                            }[];
-                        };
-                    };
-                };
-                /** @description Unexpected failure; carries no internal detail */
-                500: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /**
-                             * @description Local date-time in the service's time zone (APP_TIME_ZONE), yyyy-MM-ddTHH:mm:ss.SSS
-                             * @example 2026-11-22T10:15:30.123
-                             */
-                            timestamp: string;
-                            /** @example 400 */
-                            status: number;
-                            /**
-                             * @description HTTP reason phrase
-                             * @example Bad Request
-                             */
-                            error: string;
-                            /**
-                             * @description Request path without the query string
-                             * @example /api/v1/posts
-                             */
-                            path: string;
-                            message?: string;
-                            /** @description Every failing field */
-                            errors?: {
-                                field: string;
-                                message: string;
-                            }[];
-                        };
-                    };
-                };
-                /** @description Database unavailable; see Retry-After */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /**
-                             * @description Local date-time in the service's time zone (APP_TIME_ZONE), yyyy-MM-ddTHH:mm:ss.SSS
-                             * @example 2026-11-22T10:15:30.123
-                             */
-                            timestamp: string;
-                            /** @example 400 */
-                            status: number;
-                            /**
-                             * @description HTTP reason phrase
-                             * @example Bad Request
-                             */
-                            error: string;
-                            /**
-                             * @description Request path without the query string
-                             * @example /api/v1/posts
-                             */
-                            path: string;
-                            message?: string;
-                            /** @description Every failing field */
-                            errors?: {
-                                field: string;
-                                message: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-        };
+        delete: operations["deletePost"];
         options?: never;
         head?: never;
         /** Change the title and/or content of one's own post */
-        patch: {
-            parameters: {
-                query?: never;
-                header?: {
-                    /**
-                     * @description Entity tags (from ETag) the post must still have, or *: otherwise 412 and nothing changes. Strong comparison; a malformed value matches nothing
-                     * @example "12.mgx3k2ab.AbCdEfGh"
-                     */
-                    "If-Match"?: string;
-                };
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        title?: string | null;
-                        content?: string | null;
-                    };
-                };
-            };
-            responses: {
-                /** @description The post after the change, with its new ETag */
-                200: {
-                    headers: {
-                        /** @description Strong entity tag of this version of the post ("…") */
-                        ETag?: string;
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            id: number;
-                            title: string;
-                            content: string;
-                            /**
-                             * @description Local date-time in the service's time zone (APP_TIME_ZONE), yyyy-MM-ddTHH:mm:ss.SSS
-                             * @example 2026-11-22T10:15:30.123
-                             */
-                            createdAt: string;
-                            /**
-                             * @description Local date-time in the service's time zone (APP_TIME_ZONE), yyyy-MM-ddTHH:mm:ss.SSS
-                             * @example 2026-11-22T10:15:30.123
-                             */
-                            updatedAt: string;
-                            /** @description The author: id and email only */
-                            user: {
-                                id: number;
-                                email: string;
-                            };
-                        };
-                    };
-                };
-                /** @description Body not a JSON object, or every failing field; an EMPTY body when title and content are both null or absent */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /**
-                             * @description Local date-time in the service's time zone (APP_TIME_ZONE), yyyy-MM-ddTHH:mm:ss.SSS
-                             * @example 2026-11-22T10:15:30.123
-                             */
-                            timestamp: string;
-                            /** @example 400 */
-                            status: number;
-                            /**
-                             * @description HTTP reason phrase
-                             * @example Bad Request
-                             */
-                            error: string;
-                            /**
-                             * @description Request path without the query string
-                             * @example /api/v1/posts
-                             */
-                            path: string;
-                            message?: string;
-                            /** @description Every failing field */
-                            errors?: {
-                                field: string;
-                                message: string;
-                            }[];
-                        };
-                    };
-                };
-                /** @description Invalid token (JSON), or not the author (text: 게시글 작성자만 수정할 수 있습니다.) */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                        };
-                        "text/plain": string;
-                    };
-                };
-                /** @description No token, no ROLE_USER, or a non-numeric id */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /**
-                             * @description Local date-time in the service's time zone (APP_TIME_ZONE), yyyy-MM-ddTHH:mm:ss.SSS
-                             * @example 2026-11-22T10:15:30.123
-                             */
-                            timestamp: string;
-                            /** @example 400 */
-                            status: number;
-                            /**
-                             * @description HTTP reason phrase
-                             * @example Bad Request
-                             */
-                            error: string;
-                            /**
-                             * @description Request path without the query string
-                             * @example /api/v1/posts
-                             */
-                            path: string;
-                            message?: string;
-                            /** @description Every failing field */
-                            errors?: {
-                                field: string;
-                                message: string;
-                            }[];
-                        };
-                    };
-                };
-                /** @description No such post: 게시글을 찾을 수 없습니다. */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "text/plain": string;
-                    };
-                };
-                /** @description If-Match names neither the post's current ETag (strong comparison) nor *: "Precondition Failed", nothing changed */
-                412: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /**
-                             * @description Local date-time in the service's time zone (APP_TIME_ZONE), yyyy-MM-ddTHH:mm:ss.SSS
-                             * @example 2026-11-22T10:15:30.123
-                             */
-                            timestamp: string;
-                            /** @example 400 */
-                            status: number;
-                            /**
-                             * @description HTTP reason phrase
-                             * @example Bad Request
-                             */
-                            error: string;
-                            /**
-                             * @description Request path without the query string
-                             * @example /api/v1/posts
-                             */
-                            path: string;
-                            message?: string;
-                            /** @description Every failing field */
-                            errors?: {
-                                field: string;
-                                message: string;
-                            }[];
-                        };
-                    };
-                };
-                /** @description Body over the limit */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /**
-                             * @description Local date-time in the service's time zone (APP_TIME_ZONE), yyyy-MM-ddTHH:mm:ss.SSS
-                             * @example 2026-11-22T10:15:30.123
-                             */
-                            timestamp: string;
-                            /** @example 400 */
-                            status: number;
-                            /**
-                             * @description HTTP reason phrase
-                             * @example Bad Request
-                             */
-                            error: string;
-                            /**
-                             * @description Request path without the query string
-                             * @example /api/v1/posts
-                             */
-                            path: string;
-                            message?: string;
-                            /** @description Every failing field */
-                            errors?: {
-                                field: string;
-                                message: string;
-                            }[];
-                        };
-                    };
-                };
-                /** @description Body not JSON */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /**
-                             * @description Local date-time in the service's time zone (APP_TIME_ZONE), yyyy-MM-ddTHH:mm:ss.SSS
-                             * @example 2026-11-22T10:15:30.123
-                             */
-                            timestamp: string;
-                            /** @example 400 */
-                            status: number;
-                            /**
-                             * @description HTTP reason phrase
-                             * @example Bad Request
-                             */
-                            error: string;
-                            /**
-                             * @description Request path without the query string
-                             * @example /api/v1/posts
-                             */
-                            path: string;
-                            message?: string;
-                            /** @description Every failing field */
-                            errors?: {
-                                field: string;
-                                message: string;
-                            }[];
-                        };
-                    };
-                };
-                /** @description Unexpected failure; carries no internal detail */
-                500: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /**
-                             * @description Local date-time in the service's time zone (APP_TIME_ZONE), yyyy-MM-ddTHH:mm:ss.SSS
-                             * @example 2026-11-22T10:15:30.123
-                             */
-                            timestamp: string;
-                            /** @example 400 */
-                            status: number;
-                            /**
-                             * @description HTTP reason phrase
-                             * @example Bad Request
-                             */
-                            error: string;
-                            /**
-                             * @description Request path without the query string
-                             * @example /api/v1/posts
-                             */
-                            path: string;
-                            message?: string;
-                            /** @description Every failing field */
-                            errors?: {
-                                field: string;
-                                message: string;
-                            }[];
-                        };
-                    };
-                };
-                /** @description Database unavailable; see Retry-After */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /**
-                             * @description Local date-time in the service's time zone (APP_TIME_ZONE), yyyy-MM-ddTHH:mm:ss.SSS
-                             * @example 2026-11-22T10:15:30.123
-                             */
-                            timestamp: string;
-                            /** @example 400 */
-                            status: number;
-                            /**
-                             * @description HTTP reason phrase
-                             * @example Bad Request
-                             */
-                            error: string;
-                            /**
-                             * @description Request path without the query string
-                             * @example /api/v1/posts
-                             */
-                            path: string;
-                            message?: string;
-                            /** @description Every failing field */
-                            errors?: {
-                                field: string;
-                                message: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-        };
+        patch: operations["updatePost"];
         trace?: never;
     };
     "/api/v1/user": {
@@ -1585,556 +120,12 @@ export interface paths {
             cookie?: never;
         };
         /** Read one's own account */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            id: number;
-                            email: string;
-                            /**
-                             * @description Local date-time in the service's time zone (APP_TIME_ZONE), yyyy-MM-ddTHH:mm:ss.SSS
-                             * @example 2026-11-22T10:15:30.123
-                             */
-                            createdAt: string;
-                        };
-                    };
-                };
-                /** @description Invalid token, or the token's user no longer exists */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                        };
-                    };
-                };
-                /** @description No token, or no ROLE_USER */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /**
-                             * @description Local date-time in the service's time zone (APP_TIME_ZONE), yyyy-MM-ddTHH:mm:ss.SSS
-                             * @example 2026-11-22T10:15:30.123
-                             */
-                            timestamp: string;
-                            /** @example 400 */
-                            status: number;
-                            /**
-                             * @description HTTP reason phrase
-                             * @example Bad Request
-                             */
-                            error: string;
-                            /**
-                             * @description Request path without the query string
-                             * @example /api/v1/posts
-                             */
-                            path: string;
-                            message?: string;
-                            /** @description Every failing field */
-                            errors?: {
-                                field: string;
-                                message: string;
-                            }[];
-                        };
-                    };
-                };
-                /** @description Unexpected failure; carries no internal detail */
-                500: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /**
-                             * @description Local date-time in the service's time zone (APP_TIME_ZONE), yyyy-MM-ddTHH:mm:ss.SSS
-                             * @example 2026-11-22T10:15:30.123
-                             */
-                            timestamp: string;
-                            /** @example 400 */
-                            status: number;
-                            /**
-                             * @description HTTP reason phrase
-                             * @example Bad Request
-                             */
-                            error: string;
-                            /**
-                             * @description Request path without the query string
-                             * @example /api/v1/posts
-                             */
-                            path: string;
-                            message?: string;
-                            /** @description Every failing field */
-                            errors?: {
-                                field: string;
-                                message: string;
-                            }[];
-                        };
-                    };
-                };
-                /** @description Database unavailable; see Retry-After */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /**
-                             * @description Local date-time in the service's time zone (APP_TIME_ZONE), yyyy-MM-ddTHH:mm:ss.SSS
-                             * @example 2026-11-22T10:15:30.123
-                             */
-                            timestamp: string;
-                            /** @example 400 */
-                            status: number;
-                            /**
-                             * @description HTTP reason phrase
-                             * @example Bad Request
-                             */
-                            error: string;
-                            /**
-                             * @description Request path without the query string
-                             * @example /api/v1/posts
-                             */
-                            path: string;
-                            message?: string;
-                            /** @description Every failing field */
-                            errors?: {
-                                field: string;
-                                message: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["getCurrentUser"];
         put?: never;
         /** Register */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /**
-                         * Format: email
-                         * @description Trimmed and lower-cased
-                         */
-                        email: string;
-                        password: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description Registered; Location ends in /api/v1/user */
-                201: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            id: number;
-                            email: string;
-                            /**
-                             * @description Local date-time in the service's time zone (APP_TIME_ZONE), yyyy-MM-ddTHH:mm:ss.SSS
-                             * @example 2026-11-22T10:15:30.123
-                             */
-                            createdAt: string;
-                        };
-                    };
-                };
-                /** @description Body not a JSON object, or every failing field */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /**
-                             * @description Local date-time in the service's time zone (APP_TIME_ZONE), yyyy-MM-ddTHH:mm:ss.SSS
-                             * @example 2026-11-22T10:15:30.123
-                             */
-                            timestamp: string;
-                            /** @example 400 */
-                            status: number;
-                            /**
-                             * @description HTTP reason phrase
-                             * @example Bad Request
-                             */
-                            error: string;
-                            /**
-                             * @description Request path without the query string
-                             * @example /api/v1/posts
-                             */
-                            path: string;
-                            message?: string;
-                            /** @description Every failing field */
-                            errors?: {
-                                field: string;
-                                message: string;
-                            }[];
-                        };
-                    };
-                };
-                /** @description X-AUTH-TOKEN present but invalid or expired */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                        };
-                    };
-                };
-                /** @description Email already registered */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /**
-                             * @description Local date-time in the service's time zone (APP_TIME_ZONE), yyyy-MM-ddTHH:mm:ss.SSS
-                             * @example 2026-11-22T10:15:30.123
-                             */
-                            timestamp: string;
-                            /** @example 400 */
-                            status: number;
-                            /**
-                             * @description HTTP reason phrase
-                             * @example Bad Request
-                             */
-                            error: string;
-                            /**
-                             * @description Request path without the query string
-                             * @example /api/v1/posts
-                             */
-                            path: string;
-                            message?: string;
-                            /** @description Every failing field */
-                            errors?: {
-                                field: string;
-                                message: string;
-                            }[];
-                        };
-                    };
-                };
-                /** @description Body over the limit */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /**
-                             * @description Local date-time in the service's time zone (APP_TIME_ZONE), yyyy-MM-ddTHH:mm:ss.SSS
-                             * @example 2026-11-22T10:15:30.123
-                             */
-                            timestamp: string;
-                            /** @example 400 */
-                            status: number;
-                            /**
-                             * @description HTTP reason phrase
-                             * @example Bad Request
-                             */
-                            error: string;
-                            /**
-                             * @description Request path without the query string
-                             * @example /api/v1/posts
-                             */
-                            path: string;
-                            message?: string;
-                            /** @description Every failing field */
-                            errors?: {
-                                field: string;
-                                message: string;
-                            }[];
-                        };
-                    };
-                };
-                /** @description Body not JSON */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /**
-                             * @description Local date-time in the service's time zone (APP_TIME_ZONE), yyyy-MM-ddTHH:mm:ss.SSS
-                             * @example 2026-11-22T10:15:30.123
-                             */
-                            timestamp: string;
-                            /** @example 400 */
-                            status: number;
-                            /**
-                             * @description HTTP reason phrase
-                             * @example Bad Request
-                             */
-                            error: string;
-                            /**
-                             * @description Request path without the query string
-                             * @example /api/v1/posts
-                             */
-                            path: string;
-                            message?: string;
-                            /** @description Every failing field */
-                            errors?: {
-                                field: string;
-                                message: string;
-                            }[];
-                        };
-                    };
-                };
-                /** @description Too many registrations of taken emails from this address; see Retry-After */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /**
-                             * @description Local date-time in the service's time zone (APP_TIME_ZONE), yyyy-MM-ddTHH:mm:ss.SSS
-                             * @example 2026-11-22T10:15:30.123
-                             */
-                            timestamp: string;
-                            /** @example 400 */
-                            status: number;
-                            /**
-                             * @description HTTP reason phrase
-                             * @example Bad Request
-                             */
-                            error: string;
-                            /**
-                             * @description Request path without the query string
-                             * @example /api/v1/posts
-                             */
-                            path: string;
-                            message?: string;
-                            /** @description Every failing field */
-                            errors?: {
-                                field: string;
-                                message: string;
-                            }[];
-                        };
-                    };
-                };
-                /** @description Unexpected failure; carries no internal detail */
-                500: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /**
-                             * @description Local date-time in the service's time zone (APP_TIME_ZONE), yyyy-MM-ddTHH:mm:ss.SSS
-                             * @example 2026-11-22T10:15:30.123
-                             */
-                            timestamp: string;
-                            /** @example 400 */
-                            status: number;
-                            /**
-                             * @description HTTP reason phrase
-                             * @example Bad Request
-                             */
-                            error: string;
-                            /**
-                             * @description Request path without the query string
-                             * @example /api/v1/posts
-                             */
-                            path: string;
-                            message?: string;
-                            /** @description Every failing field */
-                            errors?: {
-                                field: string;
-                                message: string;
-                            }[];
-                        };
-                    };
-                };
-                /** @description Database unavailable; see Retry-After */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /**
-                             * @description Local date-time in the service's time zone (APP_TIME_ZONE), yyyy-MM-ddTHH:mm:ss.SSS
-                             * @example 2026-11-22T10:15:30.123
-                             */
-                            timestamp: string;
-                            /** @example 400 */
-                            status: number;
-                            /**
-                             * @description HTTP reason phrase
-                             * @example Bad Request
-                             */
-                            error: string;
-                            /**
-                             * @description Request path without the query string
-                             * @example /api/v1/posts
-                             */
-                            path: string;
-                            message?: string;
-                            /** @description Every failing field */
-                            errors?: {
-                                field: string;
-                                message: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-        };
+        post: operations["registerUser"];
         /** Delete one's own account and every post one wrote */
-        delete: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Deleted, with every post of the user */
-                204: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-                /** @description Invalid token, or the token's user no longer exists */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                        };
-                    };
-                };
-                /** @description No token, or no ROLE_USER */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /**
-                             * @description Local date-time in the service's time zone (APP_TIME_ZONE), yyyy-MM-ddTHH:mm:ss.SSS
-                             * @example 2026-11-22T10:15:30.123
-                             */
-                            timestamp: string;
-                            /** @example 400 */
-                            status: number;
-                            /**
-                             * @description HTTP reason phrase
-                             * @example Bad Request
-                             */
-                            error: string;
-                            /**
-                             * @description Request path without the query string
-                             * @example /api/v1/posts
-                             */
-                            path: string;
-                            message?: string;
-                            /** @description Every failing field */
-                            errors?: {
-                                field: string;
-                                message: string;
-                            }[];
-                        };
-                    };
-                };
-                /** @description Unexpected failure; carries no internal detail */
-                500: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /**
-                             * @description Local date-time in the service's time zone (APP_TIME_ZONE), yyyy-MM-ddTHH:mm:ss.SSS
-                             * @example 2026-11-22T10:15:30.123
-                             */
-                            timestamp: string;
-                            /** @example 400 */
-                            status: number;
-                            /**
-                             * @description HTTP reason phrase
-                             * @example Bad Request
-                             */
-                            error: string;
-                            /**
-                             * @description Request path without the query string
-                             * @example /api/v1/posts
-                             */
-                            path: string;
-                            message?: string;
-                            /** @description Every failing field */
-                            errors?: {
-                                field: string;
-                                message: string;
-                            }[];
-                        };
-                    };
-                };
-                /** @description Database unavailable; see Retry-After */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /**
-                             * @description Local date-time in the service's time zone (APP_TIME_ZONE), yyyy-MM-ddTHH:mm:ss.SSS
-                             * @example 2026-11-22T10:15:30.123
-                             */
-                            timestamp: string;
-                            /** @example 400 */
-                            status: number;
-                            /**
-                             * @description HTTP reason phrase
-                             * @example Bad Request
-                             */
-                            error: string;
-                            /**
-                             * @description Request path without the query string
-                             * @example /api/v1/posts
-                             */
-                            path: string;
-                            message?: string;
-                            /** @description Every failing field */
-                            errors?: {
-                                field: string;
-                                message: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-        };
+        delete: operations["deleteCurrentUser"];
         options?: never;
         head?: never;
         patch?: never;
@@ -2150,259 +141,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Log in: exchange email and password for a token */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /**
-                         * Format: email
-                         * @description Trimmed and lower-cased
-                         */
-                        email: string;
-                        password: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /**
-                             * @description Send the token as X-AUTH-TOKEN, without this prefix
-                             * @enum {string}
-                             */
-                            tokenType: "Bearer";
-                            /** @description HS256 JWT */
-                            token: string;
-                            /**
-                             * @description Lifetime in milliseconds
-                             * @example 86400000
-                             */
-                            expiresIn: number;
-                        };
-                    };
-                };
-                /** @description Body not a JSON object */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /**
-                             * @description Local date-time in the service's time zone (APP_TIME_ZONE), yyyy-MM-ddTHH:mm:ss.SSS
-                             * @example 2026-11-22T10:15:30.123
-                             */
-                            timestamp: string;
-                            /** @example 400 */
-                            status: number;
-                            /**
-                             * @description HTTP reason phrase
-                             * @example Bad Request
-                             */
-                            error: string;
-                            /**
-                             * @description Request path without the query string
-                             * @example /api/v1/posts
-                             */
-                            path: string;
-                            message?: string;
-                            /** @description Every failing field */
-                            errors?: {
-                                field: string;
-                                message: string;
-                            }[];
-                        };
-                    };
-                };
-                /** @description Unknown email or wrong password (one message for both), or an invalid token */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                        };
-                    };
-                };
-                /** @description Body over the limit */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /**
-                             * @description Local date-time in the service's time zone (APP_TIME_ZONE), yyyy-MM-ddTHH:mm:ss.SSS
-                             * @example 2026-11-22T10:15:30.123
-                             */
-                            timestamp: string;
-                            /** @example 400 */
-                            status: number;
-                            /**
-                             * @description HTTP reason phrase
-                             * @example Bad Request
-                             */
-                            error: string;
-                            /**
-                             * @description Request path without the query string
-                             * @example /api/v1/posts
-                             */
-                            path: string;
-                            message?: string;
-                            /** @description Every failing field */
-                            errors?: {
-                                field: string;
-                                message: string;
-                            }[];
-                        };
-                    };
-                };
-                /** @description Body not JSON */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /**
-                             * @description Local date-time in the service's time zone (APP_TIME_ZONE), yyyy-MM-ddTHH:mm:ss.SSS
-                             * @example 2026-11-22T10:15:30.123
-                             */
-                            timestamp: string;
-                            /** @example 400 */
-                            status: number;
-                            /**
-                             * @description HTTP reason phrase
-                             * @example Bad Request
-                             */
-                            error: string;
-                            /**
-                             * @description Request path without the query string
-                             * @example /api/v1/posts
-                             */
-                            path: string;
-                            message?: string;
-                            /** @description Every failing field */
-                            errors?: {
-                                field: string;
-                                message: string;
-                            }[];
-                        };
-                    };
-                };
-                /** @description Too many failures from this address or for this email; see Retry-After */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /**
-                             * @description Local date-time in the service's time zone (APP_TIME_ZONE), yyyy-MM-ddTHH:mm:ss.SSS
-                             * @example 2026-11-22T10:15:30.123
-                             */
-                            timestamp: string;
-                            /** @example 400 */
-                            status: number;
-                            /**
-                             * @description HTTP reason phrase
-                             * @example Bad Request
-                             */
-                            error: string;
-                            /**
-                             * @description Request path without the query string
-                             * @example /api/v1/posts
-                             */
-                            path: string;
-                            message?: string;
-                            /** @description Every failing field */
-                            errors?: {
-                                field: string;
-                                message: string;
-                            }[];
-                        };
-                    };
-                };
-                /** @description Unexpected failure; carries no internal detail */
-                500: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /**
-                             * @description Local date-time in the service's time zone (APP_TIME_ZONE), yyyy-MM-ddTHH:mm:ss.SSS
-                             * @example 2026-11-22T10:15:30.123
-                             */
-                            timestamp: string;
-                            /** @example 400 */
-                            status: number;
-                            /**
-                             * @description HTTP reason phrase
-                             * @example Bad Request
-                             */
-                            error: string;
-                            /**
-                             * @description Request path without the query string
-                             * @example /api/v1/posts
-                             */
-                            path: string;
-                            message?: string;
-                            /** @description Every failing field */
-                            errors?: {
-                                field: string;
-                                message: string;
-                            }[];
-                        };
-                    };
-                };
-                /** @description Database unavailable; see Retry-After */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /**
-                             * @description Local date-time in the service's time zone (APP_TIME_ZONE), yyyy-MM-ddTHH:mm:ss.SSS
-                             * @example 2026-11-22T10:15:30.123
-                             */
-                            timestamp: string;
-                            /** @example 400 */
-                            status: number;
-                            /**
-                             * @description HTTP reason phrase
-                             * @example Bad Request
-                             */
-                            error: string;
-                            /**
-                             * @description Request path without the query string
-                             * @example /api/v1/posts
-                             */
-                            path: string;
-                            message?: string;
-                            /** @description Every failing field */
-                            errors?: {
-                                field: string;
-                                message: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-        };
+        post: operations["logIn"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2412,12 +151,1153 @@ export interface paths {
 }
 export type webhooks = Record<string, never>;
 export interface components {
-    schemas: never;
-    responses: never;
+    schemas: {
+        Post: {
+            id: number;
+            title: string;
+            content: string;
+            createdAt: components["schemas"]["Timestamp"];
+            updatedAt: components["schemas"]["Timestamp"];
+            /** @description The author: id and email only */
+            user: {
+                id: number;
+                email: string;
+            };
+        };
+        PostPage: {
+            /** @description Posts, newest first */
+            content: components["schemas"]["Post"][];
+            /** @description The page size used */
+            size: number;
+            /** @description Cursor of the next (older) page; null when no older post follows */
+            nextCursor: string | null;
+        };
+        NewPost: {
+            /** @description Not blank; at most 255 code points; no U+0000 or lone surrogate */
+            title: string;
+            /** @description Not blank; no U+0000 or lone surrogate */
+            content: string;
+        };
+        PostChanges: {
+            title?: string | null;
+            content?: string | null;
+        };
+        User: {
+            id: number;
+            email: string;
+            createdAt: components["schemas"]["Timestamp"];
+        };
+        Credentials: {
+            /**
+             * Format: email
+             * @description Trimmed and lower-cased
+             */
+            email: string;
+            password: string;
+        };
+        Login: {
+            /**
+             * @description Send the token as X-AUTH-TOKEN, without this prefix
+             * @enum {string}
+             */
+            tokenType: "Bearer";
+            /** @description HS256 JWT */
+            token: string;
+            /**
+             * @description Lifetime in milliseconds
+             * @example 86400000
+             */
+            expiresIn: number;
+        };
+        ErrorEnvelope: {
+            timestamp: components["schemas"]["Timestamp"];
+            /** @example 400 */
+            status: number;
+            /**
+             * @description HTTP reason phrase
+             * @example Bad Request
+             */
+            error: string;
+            /**
+             * @description Request path without the query string
+             * @example /api/v1/posts
+             */
+            path: string;
+            message?: string;
+            /** @description Every failing field */
+            errors?: components["schemas"]["FieldError"][];
+        };
+        FieldError: {
+            field: string;
+            message: string;
+        };
+        AuthError: {
+            error: string;
+        };
+        /**
+         * @description Local date-time in the service's time zone (APP_TIME_ZONE), yyyy-MM-ddTHH:mm:ss.SSS
+         * @example 2026-11-22T10:15:30.123
+         */
+        Timestamp: string;
+        Status: {
+            /** @enum {string} */
+            status: "ok";
+        };
+        ChangeEvent: {
+            /** @enum {string} */
+            specversion: "1.0";
+            /** @description The event's number: 1, 2, 3, … with no gap */
+            id: string;
+            /** @enum {string} */
+            source: "/api/v1/posts";
+            type: "post.created" | "post.updated" | "post.deleted";
+            /** @description The post's id */
+            subject: string;
+            /**
+             * Format: date-time
+             * @description The change's instant, UTC, with milliseconds
+             */
+            time: string;
+            /** @enum {string} */
+            datacontenttype: "application/json";
+            /** @description The post after the change; {id} only for post.deleted */
+            data: components["schemas"]["Post"] | {
+                id: number;
+            };
+        };
+        ChangeEventPage: {
+            events: components["schemas"]["ChangeEvent"][];
+            /** @description The last number listed, or `after` when none: the next page's after */
+            next: number;
+        };
+    };
+    responses: {
+        /** @description The path exists, not with this method: the generic error envelope */
+        MethodNotAllowed: {
+            headers: {
+                /** @description The methods the path has, comma-separated */
+                Allow?: string;
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorEnvelope"];
+            };
+        };
+    };
     parameters: never;
     requestBodies: never;
     headers: never;
     pathItems: never;
 }
 export type $defs = Record<string, never>;
-export type operations = Record<string, never>;
+export interface operations {
+    getMetrics: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Prometheus text format */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description X-AUTH-TOKEN present but invalid */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AuthError"];
+                };
+            };
+            /** @description Unexpected failure; carries no internal detail */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description The instance is shutting down; see Retry-After */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    getHealth: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The process serves requests */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Status"];
+                };
+            };
+            /** @description X-AUTH-TOKEN present but invalid */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AuthError"];
+                };
+            };
+            /** @description Unexpected failure; carries no internal detail */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description The instance is shutting down; see Retry-After */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    getReadiness: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Ready */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Status"];
+                };
+            };
+            /** @description X-AUTH-TOKEN present but invalid */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AuthError"];
+                };
+            };
+            /** @description Unexpected failure; carries no internal detail */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Not ready (the database does not answer), or shutting down; see Retry-After */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    listChangeEvents: {
+        parameters: {
+            query?: {
+                /** @description Start after this event number (default 0; the stream: the current end) */
+                after?: number;
+                /** @description JSON page size */
+                limit?: number;
+            };
+            header?: {
+                /** @description text/event-stream for Server-Sent Events; else a JSON page */
+                Accept?: string;
+                /** @description The stream resumes after this event number (takes precedence over after) */
+                "Last-Event-ID"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A JSON page, or (Accept: text/event-stream) the stream */
+            200: {
+                headers: {
+                    "Cache-Control"?: "no-cache";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChangeEventPage"];
+                    "text/event-stream": string;
+                };
+            };
+            /** @description after, limit or Last-Event-ID not a non-negative integer in range */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description X-AUTH-TOKEN present but invalid or expired */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AuthError"];
+                };
+            };
+            /** @description JSON page after events no longer kept: "Gone", with the oldest kept in message */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Unexpected failure; carries no internal detail */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Database unavailable, or the instance is shutting down; see Retry-After */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    listPosts: {
+        parameters: {
+            query?: {
+                size?: number;
+                /** @description Opaque cursor from a previous page's nextCursor */
+                cursor?: string;
+                /** @description Only this author's posts */
+                userId?: number;
+                /** @description Only posts whose title or content contains this text (ASCII case ignored; %, _ and \ match themselves). At most 200 code points, no U+0000; empty = no search */
+                q?: string;
+            };
+            header?: {
+                /**
+                 * @description Entity tags of the copy the client holds, or *: 304 without a body when one is current
+                 * @example "12.mgx3k2ab.AbCdEfGh"
+                 */
+                "If-None-Match"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page; a Link header (rel="next") names the next one when nextCursor is not null */
+            200: {
+                headers: {
+                    /** @description Weak entity tag of this page (W/"…") */
+                    ETag?: string;
+                    /** @description Revalidate before reuse */
+                    "Cache-Control"?: "no-cache";
+                    /** @description <absolute URL of the next page>; rel="next", when nextCursor is not null */
+                    Link?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PostPage"];
+                };
+            };
+            /** @description Not Modified: If-None-Match names the current page tag (weak comparison) or is * */
+            304: {
+                headers: {
+                    /** @description Weak entity tag of this page (W/"…") */
+                    ETag?: string;
+                    /** @description Revalidate before reuse */
+                    "Cache-Control"?: "no-cache";
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Invalid size, cursor, userId or q */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description X-AUTH-TOKEN present but invalid or expired */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AuthError"];
+                };
+            };
+            /** @description Unexpected failure; carries no internal detail */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Database unavailable, or the instance is shutting down; see Retry-After */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    createPost: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description 1 to 255 visible ASCII characters. A retry with the same key, title and content creates nothing and answers the first post's Location (Idempotent-Replayed: true); other title or content → 422 */
+                "Idempotency-Key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["NewPost"];
+            };
+        };
+        responses: {
+            /** @description Created, or (Idempotent-Replayed: true) created before under this Idempotency-Key; Location is the post's absolute URL */
+            201: {
+                headers: {
+                    /** @description Absolute URL of the post */
+                    Location?: string;
+                    /** @description Present when the Idempotency-Key made this post before: nothing was created */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Body not a JSON object, an invalid Idempotency-Key (a message), or every failing field (errors) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Invalid token, or the token's user no longer exists */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AuthError"];
+                };
+            };
+            /** @description No token, or no ROLE_USER */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Body over the limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Body not JSON */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description The Idempotency-Key was used before with another title or content: "Unprocessable Entity", nothing created */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Unexpected failure; carries no internal detail */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Database unavailable, or the instance is shutting down; see Retry-After */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    getPost: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Entity tags of the copy the client holds, or *: 304 without a body when one is current
+                 * @example "12.mgx3k2ab.AbCdEfGh"
+                 */
+                "If-None-Match"?: string;
+            };
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The post */
+            200: {
+                headers: {
+                    /** @description Strong entity tag of this version of the post ("…") */
+                    ETag?: string;
+                    /** @description Revalidate before reuse */
+                    "Cache-Control"?: "no-cache";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Post"];
+                };
+            };
+            /** @description Not Modified: If-None-Match names the current post tag (weak comparison) or is * */
+            304: {
+                headers: {
+                    /** @description Strong entity tag of this version of the post ("…") */
+                    ETag?: string;
+                    /** @description Revalidate before reuse */
+                    "Cache-Control"?: "no-cache";
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description X-AUTH-TOKEN present but invalid or expired */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AuthError"];
+                };
+            };
+            /** @description No such post: 게시글을 찾을 수 없습니다. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description Unexpected failure; carries no internal detail */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Database unavailable, or the instance is shutting down; see Retry-After */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    deletePost: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Entity tags (from ETag) the post must still have, or *: otherwise 412 and nothing changes. Strong comparison; a malformed value matches nothing
+                 * @example "12.mgx3k2ab.AbCdEfGh"
+                 */
+                "If-Match"?: string;
+            };
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Invalid token (JSON), or not the author (text: 게시글 작성자만 삭제할 수 있습니다.) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AuthError"];
+                    "text/plain": string;
+                };
+            };
+            /** @description No token, or no ROLE_USER */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description No such post: 게시글을 찾을 수 없습니다. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description If-Match names neither the post's current ETag (strong comparison) nor *: "Precondition Failed", nothing changed */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Unexpected failure; carries no internal detail */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Database unavailable, or the instance is shutting down; see Retry-After */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    updatePost: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Entity tags (from ETag) the post must still have, or *: otherwise 412 and nothing changes. Strong comparison; a malformed value matches nothing
+                 * @example "12.mgx3k2ab.AbCdEfGh"
+                 */
+                "If-Match"?: string;
+            };
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PostChanges"];
+            };
+        };
+        responses: {
+            /** @description The post after the change, with its new ETag */
+            200: {
+                headers: {
+                    /** @description Strong entity tag of this version of the post ("…") */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Post"];
+                };
+            };
+            /** @description Body not a JSON object, or every failing field (the envelope); or an EMPTY body, without Content-Type, when title and content are both null or absent. A client must test the status, not only the body: openapi-fetch, for one, answers `error: undefined` for a body-less failure */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Invalid token (JSON), or not the author (text: 게시글 작성자만 수정할 수 있습니다.) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AuthError"];
+                    "text/plain": string;
+                };
+            };
+            /** @description No token, or no ROLE_USER */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description No such post: 게시글을 찾을 수 없습니다. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description If-Match names neither the post's current ETag (strong comparison) nor *: "Precondition Failed", nothing changed */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Body over the limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Body not JSON */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Unexpected failure; carries no internal detail */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Database unavailable, or the instance is shutting down; see Retry-After */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    getCurrentUser: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One's account */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["User"];
+                };
+            };
+            /** @description Invalid token, or the token's user no longer exists */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AuthError"];
+                };
+            };
+            /** @description No token, or no ROLE_USER */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Unexpected failure; carries no internal detail */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Database unavailable, or the instance is shutting down; see Retry-After */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    registerUser: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["Credentials"];
+            };
+        };
+        responses: {
+            /** @description Registered */
+            201: {
+                headers: {
+                    /** @description Absolute URL of one's account: …/api/v1/user */
+                    Location?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["User"];
+                };
+            };
+            /** @description Body not a JSON object, or every failing field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description X-AUTH-TOKEN present but invalid or expired */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AuthError"];
+                };
+            };
+            /** @description Email already registered */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Body over the limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Body not JSON */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Too many registrations of taken emails from this address; see Retry-After */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Unexpected failure; carries no internal detail */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Database unavailable, or the instance is shutting down; see Retry-After */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    deleteCurrentUser: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted, with every post of the user */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Invalid token, or the token's user no longer exists */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AuthError"];
+                };
+            };
+            /** @description No token, or no ROLE_USER */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Unexpected failure; carries no internal detail */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Database unavailable, or the instance is shutting down; see Retry-After */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    logIn: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["Credentials"];
+            };
+        };
+        responses: {
+            /** @description A token */
+            200: {
+                headers: {
+                    /** @description A token must not sit in a cache */
+                    "Cache-Control"?: "no-store";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Login"];
+                };
+            };
+            /** @description Body not a JSON object */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Unknown email or wrong password (one message for both), or an invalid token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AuthError"];
+                };
+            };
+            /** @description Body over the limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Body not JSON */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Too many failures from this address or for this email; see Retry-After */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Unexpected failure; carries no internal detail */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Database unavailable, or the instance is shutting down; see Retry-After */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+}
