@@ -34,7 +34,10 @@ export interface JetStreamRelayOptions {
   readonly batchSize?: number;
   /** Longest wait for one publish's acknowledgement. Default 5000 ms. */
   readonly publishTimeoutMs?: number;
-  /** How often a relay without the lease tries to take it. Default 1000 ms. */
+  /**
+   * How often a relay without the lease tries to take it. Default 1000 ms; a relay that has just
+   * lost the lease waits twice as long, so that a standby takes over.
+   */
   readonly leaseRetryMs?: number;
   /** First and longest pause after a failure (NATS or the log not answering). Defaults 100 and 2000 ms. */
   readonly backoff?: { readonly initialMs?: number; readonly maxMs?: number };
@@ -139,7 +142,11 @@ class Relay {
         this.#role = stopping.aborted ? "stopped" : "standby";
         await lease.release().catch(() => undefined);
       }
-      if (!stopping.aborted) this.#log("warn", {}, "event relay: the publisher lease was lost; standing by");
+      if (!stopping.aborted) {
+        this.#log("warn", {}, "event relay: the publisher lease was lost; standing by");
+        // A connection that just died may die again: let a standby instance take over first.
+        await this.#pause(undefined, 2 * (this.#options.leaseRetryMs ?? 1000));
+      }
     }
     this.#role = "stopped";
     await this.#connection?.close().catch(() => undefined);
