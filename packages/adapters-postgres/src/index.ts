@@ -7,6 +7,14 @@ export type { DatabaseEngine, DatabaseHandle } from "./connection/database-handl
 export { isDatabaseUnavailable } from "./connection/is-database-unavailable.js";
 export type { PoolStats } from "./connection/pool-for-kysely.js";
 export { parseInt8, parseTimestamptz } from "./connection/type-parsers.js";
+export {
+  type DatabaseLease,
+  type DatabaseLeaseArbiter,
+  EVENT_RELAY_LOCK_KEY,
+  embeddedPublisherLease,
+  PostgresPublisherLease,
+  type PostgresPublisherLeaseOptions,
+} from "./events/publisher-lease.js";
 export type { PostCacheOptions, PostCacheStats } from "./repositories/post-cache.js";
 export { PostgresAttemptCounter } from "./repositories/postgres-attempt-counter.js";
 export {
