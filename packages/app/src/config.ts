@@ -67,6 +67,11 @@ export interface AppConfig {
   readonly loginThrottle: { readonly max?: number; readonly windowMs?: number };
   /** Whether GET /metrics is served (and requests are counted). */
   readonly metrics: boolean;
+  /**
+   * The NATS server(s) the change events are relayed to (JetStream stream `POSTS`), as given in
+   * `NATS_URL`; absent when events are not relayed. It may hold credentials, so it is never logged.
+   */
+  readonly natsUrl?: string;
   /** How long an idempotency key of POST /api/v1/posts is remembered, in milliseconds. */
   readonly idempotencyTtlMs: number;
   /**
@@ -149,6 +154,13 @@ export function loadConfig(env: Environment): Result<AppConfig, readonly string[
   const loginThrottleMax = read.optionalInteger("LOGIN_THROTTLE_MAX", 1, Number.MAX_SAFE_INTEGER);
   const loginThrottleWindowMs = read.optionalInteger("LOGIN_THROTTLE_WINDOW_MS", 1, MAX_TIMER_MS);
   const metrics = read.boolean("METRICS", true);
+  const natsUrl = read.optionalText("NATS_URL");
+  if (natsUrl !== undefined && !isNatsUrlList(natsUrl)) {
+    // Not echoed: it may carry a user and password.
+    problems.push(
+      "NATS_URL must be a NATS server URL such as nats://127.0.0.1:4222, or a comma-separated list of them.",
+    );
+  }
   const idempotencyTtlMs = read.integer(
     "IDEMPOTENCY_TTL_MS",
     DEFAULT_IDEMPOTENCY_TTL_MS,
@@ -188,6 +200,7 @@ export function loadConfig(env: Environment): Result<AppConfig, readonly string[
       ...(loginThrottleWindowMs === undefined ? {} : { windowMs: loginThrottleWindowMs }),
     },
     metrics,
+    ...(natsUrl === undefined ? {} : { natsUrl }),
     idempotencyTtlMs,
     postCache,
     http,
@@ -229,6 +242,17 @@ function isPostgresUrl(value: string): boolean {
   } catch {
     return false;
   }
+}
+
+function isNatsUrlList(value: string): boolean {
+  return splitList(value).every((entry) => {
+    try {
+      const url = new URL(entry);
+      return (url.protocol === "nats:" || url.protocol === "tls:") && url.hostname !== "";
+    } catch {
+      return false;
+    }
+  });
 }
 
 function timeZone(name: string, problems: string[]): string {
