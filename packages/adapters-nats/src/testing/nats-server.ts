@@ -26,9 +26,14 @@ export interface TestNatsServer {
 const running = new Set<ChildProcess>();
 let exitGuard = false;
 
-/** Whether `nats-server` can be run here. */
+// Debian installs it in /usr/sbin, which is on root's PATH only.
+const BINARY = ["nats-server", "/usr/sbin/nats-server"].find(
+  (candidate) => spawnSync(candidate, ["--version"], { stdio: "ignore" }).status === 0,
+);
+
+/** Whether `nats-server` can be run here (on `PATH`, or Debian's `/usr/sbin/nats-server`). */
 export function natsServerAvailable(): boolean {
-  return spawnSync("nats-server", ["--version"], { stdio: "ignore" }).status === 0;
+  return BINARY !== undefined;
 }
 
 /**
@@ -43,9 +48,13 @@ export async function startNatsServer(port: number): Promise<TestNatsServer> {
 
   const launch = async () => {
     output = "";
-    const started = spawn("nats-server", ["-js", "-sd", storeDir, "-a", "127.0.0.1", "-p", String(port)], {
-      stdio: ["ignore", "pipe", "pipe"],
-    });
+    const started = spawn(
+      BINARY ?? "nats-server",
+      ["-js", "-sd", storeDir, "-a", "127.0.0.1", "-p", String(port)],
+      {
+        stdio: ["ignore", "pipe", "pipe"],
+      },
+    );
     const collect = (chunk: Buffer) => {
       output = (output + chunk.toString("utf8")).slice(-8000);
     };
