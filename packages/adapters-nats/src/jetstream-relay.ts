@@ -115,6 +115,8 @@ class Relay {
 
   stop(): void {
     this.#stopping.abort();
+    // Publishes waiting for a NATS that stopped answering fail now rather than at their timeout.
+    this.#connection?.close().catch(() => undefined);
   }
 
   async run(): Promise<void> {

@@ -68,6 +68,28 @@ describe.skipIf(skip)("the JetStream relay while NATS fails", () => {
     await eventually("the relay reports the last event", () => relay.status().lastEvent === last);
   });
 
+  it("stops at once even while its publishes wait for a NATS that stopped answering", async () => {
+    const server = await startNatsServer(PORT);
+    servers.push(server);
+    const log = new MemoryEventLog();
+    log.append(10);
+    const relay = startJetStreamRelay({
+      servers: server.url,
+      events: log,
+      lease: new MemoryLeaseArbiter().leaseFor("a"),
+    });
+    await streamWith(server.url, 10);
+    // Stopped, not killed: the connection stays open and nothing answers the publishes.
+    server.pause();
+    log.append(10);
+    await sleep(300);
+    const stoppingAt = Date.now();
+    await relay.stop();
+    expect(Date.now() - stoppingAt).toBeLessThan(1000);
+    expect(relay.status().role).toBe("stopped");
+    server.resume();
+  });
+
   it("publishes everything once NATS comes up when it was down as the relay started", async () => {
     const server = await startNatsServer(PORT);
     servers.push(server);

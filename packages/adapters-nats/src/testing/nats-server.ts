@@ -17,6 +17,10 @@ export interface TestNatsServer {
   pid(): number | undefined;
   /** Ends the process with `signal` (default SIGKILL: a crash) and waits for its exit. */
   kill(signal?: NodeJS.Signals): Promise<void>;
+  /** Freezes the process (SIGSTOP): connections stay open and nothing answers, as a hung server. */
+  pause(): void;
+  /** Lets a paused process run again (SIGCONT). */
+  resume(): void;
   /** Starts it again on the same port and store directory; waits until it accepts connections. */
   restart(): Promise<void>;
   /** Kills it if running and removes its store directory. Idempotent. */
@@ -90,6 +94,8 @@ export async function startNatsServer(port: number): Promise<TestNatsServer> {
     storeDir,
     pid: () => child?.pid,
     kill,
+    pause: () => child?.kill("SIGSTOP"),
+    resume: () => child?.kill("SIGCONT"),
     restart: async () => {
       await kill();
       await launch();
