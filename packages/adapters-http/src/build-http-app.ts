@@ -35,11 +35,11 @@ const MAX_PARAM_LENGTH = 16_384;
  * Builds the HTTP API of CONTRACT.md over `options.deps`: every route, authentication,
  * the one error mapping, OpenAPI at /openapi.json and /docs, /health, /ready and (unless
  * turned off) /metrics. Answers the app ready but not listening, so tests can `inject`
- * and the caller decides where to listen. Throws when the JWT secret is shorter than
+ * and the caller decides where to listen. Throws when a JWT key is shorter than
  * 32 bytes, the time zone is unknown, or the throttle settings are not positive integers.
  */
 export async function buildHttpApp(options: HttpAppOptions): Promise<FastifyInstance> {
-  assertSecretLength(options.jwt.secret);
+  for (const key of [options.jwt.secret, ...(options.jwt.previousSecrets ?? [])]) assertSecretLength(key);
   const format = timestampFormatter(options.timeZone);
   const retryAfterSeconds = options.retryAfterSeconds ?? DEFAULT_RETRY_AFTER_SECONDS;
   const buildEnvelope = envelopeBuilder(() => options.deps.clock.now(), format);

@@ -63,8 +63,16 @@ export interface PostCacheAccess {
 export interface HttpAppOptions {
   /** The ports the use cases run on. */
   readonly deps: Dependencies;
-  /** HS256 verification of `X-AUTH-TOKEN`. The secret must be at least 32 bytes. */
-  readonly jwt: { readonly secret: string; readonly issuer: string };
+  /**
+   * HS256 verification of `X-AUTH-TOKEN`: tokens signed with `secret`, or with one of
+   * `previousSecrets` while a key rotation is in progress, naming `issuer`. Every key must be at
+   * least 32 bytes.
+   */
+  readonly jwt: {
+    readonly secret: string;
+    readonly previousSecrets?: readonly string[];
+    readonly issuer: string;
+  };
   /** Largest request body, in bytes (the app's default is 16 MiB). Larger → 413. */
   readonly bodyLimit: number;
   /** IANA zone of every timestamp on the wire (`UTC`, `Asia/Seoul`). */

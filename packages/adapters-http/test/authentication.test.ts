@@ -1,8 +1,8 @@
 import { aUser } from "@posts/domain/testing";
 import { describe, expect, it } from "vitest";
 import { expectEnvelope, expectErrorJson } from "./support/expectations.js";
-import { claimsFor, signJwt, tokenFor } from "./support/mint-token.js";
-import { useTestApp } from "./support/test-app.js";
+import { claimsFor, signJwt, TEST_ISSUER, TEST_SECRET, tokenFor } from "./support/mint-token.js";
+import { buildTestApp, useTestApp } from "./support/test-app.js";
 
 const base64url = (value: unknown) => Buffer.from(JSON.stringify(value)).toString("base64url");
 
@@ -126,5 +126,25 @@ describe("authentication (X-AUTH-TOKEN)", () => {
       403,
       "/api/v1/user",
     );
+  });
+});
+
+describe("authentication during a key rotation (jwt.previousSecrets)", () => {
+  const PREVIOUS = "the-key-before-this-one-at-least-32-bytes";
+  const t = useTestApp({ jwt: { secret: TEST_SECRET, previousSecrets: [PREVIOUS], issuer: TEST_ISSUER } });
+  const getMe = (token: string) =>
+    t().app.inject({ method: "GET", url: "/api/v1/user", headers: { "x-auth-token": token } });
+
+  it("accepts tokens of the current and the previous key, and 401s a key in neither", async () => {
+    const u = await aUser(t().deps.users);
+    expect((await getMe(tokenFor(u))).json().id).toBe(u.id);
+    expect((await getMe(signJwt(claimsFor(u), { secret: PREVIOUS }))).json().id).toBe(u.id);
+    expectErrorJson(await getMe(signJwt(claimsFor(u), { secret: "another-secret-that-is-32-bytes-long!!" })));
+  });
+
+  it("refuses to build with a previous key under 32 bytes", async () => {
+    await expect(
+      buildTestApp({ jwt: { secret: TEST_SECRET, previousSecrets: ["x".repeat(31)], issuer: TEST_ISSUER } }),
+    ).rejects.toThrow(RangeError);
   });
 });

@@ -4,6 +4,7 @@ export {
   type PostgresDatabaseOptions,
 } from "./connection/create-postgres-database.js";
 export type { DatabaseEngine, DatabaseHandle } from "./connection/database-handle.js";
+export type { RunStatement } from "./connection/direct-statements.js";
 export { isDatabaseUnavailable } from "./connection/is-database-unavailable.js";
 export type { PoolStats } from "./connection/pool-for-kysely.js";
 export { parseInt8, parseTimestamptz } from "./connection/type-parsers.js";
@@ -15,13 +16,21 @@ export {
   PostgresPublisherLease,
   type PostgresPublisherLeaseOptions,
 } from "./events/publisher-lease.js";
-export type { PostCacheOptions, PostCacheStats } from "./repositories/post-cache.js";
+export {
+  PostCache,
+  type PostCacheOptions,
+  type PostCacheStats,
+  type PostCacheView,
+} from "./repositories/post-cache.js";
 export { PostgresAttemptCounter } from "./repositories/postgres-attempt-counter.js";
 export {
   PostgresPostRepository,
   type PostgresPostRepositoryOptions,
 } from "./repositories/postgres-post-repository.js";
-export { PostgresUserRepository } from "./repositories/postgres-user-repository.js";
+export {
+  PostgresUserRepository,
+  type PostgresUserRepositoryOptions,
+} from "./repositories/postgres-user-repository.js";
 export type {
   AttemptCountsTable,
   Database,

@@ -1,10 +1,11 @@
 // tsyringe reads the Reflect metadata API when it loads, decorators or not.
 import "reflect-metadata";
-import type { HttpAppOptions, PostCacheStats } from "@posts/adapters-http";
+import type { HttpAppOptions } from "@posts/adapters-http";
 import { DEFAULT_LOGIN_THROTTLE, JwtTokenIssuer } from "@posts/adapters-http";
 import type { DatabaseHandle } from "@posts/adapters-postgres";
 import {
   isDatabaseUnavailable,
+  PostCache,
   PostgresAttemptCounter,
   PostgresPostRepository,
   PostgresUserRepository,
@@ -48,6 +49,8 @@ export const TOKENS = {
   clock: Symbol("Clock") as InjectionToken<Clock>,
   passwordHasher: Symbol("PasswordHasher") as InjectionToken<PasswordHasher>,
   tokenIssuer: Symbol("TokenIssuer") as InjectionToken<TokenIssuer>,
+  /** The posts kept in memory, or `undefined` with POST_CACHE_MAX_BYTES=0. */
+  postCache: Symbol("PostCache") as InjectionToken<PostCache | undefined>,
   postRepository: Symbol("PostRepository") as InjectionToken<PostRepository>,
   userRepository: Symbol("UserRepository") as InjectionToken<UserRepository>,
   attemptCounter: Symbol("AttemptCounter") as InjectionToken<AttemptCounter>,
@@ -56,17 +59,6 @@ export const TOKENS = {
   dependencies: Symbol("Dependencies") as InjectionToken<Dependencies>,
   httpAppOptions: Symbol("HttpAppOptions") as InjectionToken<HttpAppOptions>,
 } as const;
-
-/** The `postCache` option of the HTTP app, when the post repository caches posts. */
-function postCacheOf(posts: PostRepository): Pick<HttpAppOptions, "postCache"> {
-  if (!(posts instanceof PostgresPostRepository) || posts.cacheStats() === undefined) return {};
-  return {
-    postCache: {
-      holds: (post) => posts.holdsCached(post),
-      stats: () => posts.cacheStats() as PostCacheStats,
-    },
-  };
-}
 
 /**
  * Wires every adapter to its port in a fresh child container. Each factory caches its
@@ -82,13 +74,18 @@ export function createContainer(seeds: ContainerSeeds): DependencyContainer {
   container.register(TOKENS.passwordHasher, { useValue: seeds.passwordHasher });
   container.register(TOKENS.clock, { useValue: systemClock });
 
-  container.register(TOKENS.postRepository, {
+  // Made here and handed to both its users: the repository, which reads and fills it, and the
+  // HTTP app, which keeps JSON beside the posts it holds and reports its counts.
+  container.register(TOKENS.postCache, {
     useFactory: instanceCachingFactory((c) => {
       const { maxBytes, maxPostBytes } = c.resolve(TOKENS.config).postCache;
-      return new PostgresPostRepository(
-        c.resolve(TOKENS.database).db,
-        maxBytes === 0 ? {} : { cache: { maxBytes, maxPostBytes } },
-      );
+      return maxBytes === 0 ? undefined : new PostCache({ maxBytes, maxPostBytes });
+    }),
+  });
+  container.register(TOKENS.postRepository, {
+    useFactory: instanceCachingFactory((c) => {
+      const cache = c.resolve(TOKENS.postCache);
+      return new PostgresPostRepository(c.resolve(TOKENS.database).db, cache === undefined ? {} : { cache });
     }),
   });
   container.register(TOKENS.userRepository, {
@@ -132,9 +129,14 @@ export function createContainer(seeds: ContainerSeeds): DependencyContainer {
     useFactory: instanceCachingFactory<HttpAppOptions>((c) => {
       const config = c.resolve(TOKENS.config);
       const database = c.resolve(TOKENS.database);
+      const postCache = c.resolve(TOKENS.postCache);
       return {
         deps: c.resolve(TOKENS.dependencies),
-        jwt: { secret: c.resolve(TOKENS.jwtSecret), issuer: config.jwt.issuer },
+        jwt: {
+          secret: c.resolve(TOKENS.jwtSecret),
+          previousSecrets: config.jwt.previousSecrets,
+          issuer: config.jwt.issuer,
+        },
         bodyLimit: config.bodyLimit,
         timeZone: config.timeZone,
         isUnavailable: isDatabaseUnavailable,
@@ -148,7 +150,7 @@ export function createContainer(seeds: ContainerSeeds): DependencyContainer {
         attemptCounter: c.resolve(TOKENS.attemptCounter),
         metrics: config.metrics,
         poolStats: database.poolStats,
-        ...postCacheOf(c.resolve(TOKENS.postRepository)),
+        ...(postCache === undefined ? {} : { postCache }),
         timeouts: {
           requestMs: config.http.requestTimeoutMs,
           connectionMs: config.http.connectionTimeoutMs,

@@ -161,6 +161,27 @@ describe("loadConfig", () => {
     ]);
   });
 
+  it("reads JWT_PREVIOUS_SECRETS as a comma-separated list of keys, each without surrounding spaces", () => {
+    const older = "o".repeat(32);
+    const oldest = "é".repeat(16);
+    expect(valid({ JWT_SECRET: SECRET_32, JWT_PREVIOUS_SECRETS: ` ${older} ,, ${oldest}` }).jwt).toEqual({
+      secret: { from: "environment", secret: SECRET_32 },
+      previousSecrets: [older, oldest],
+      issuer: "posts-service",
+      ttlMs: 86_400_000,
+    });
+    expect(valid({ JWT_PREVIOUS_SECRETS: " , " }).jwt).not.toHaveProperty("previousSecrets");
+  });
+
+  it("refuses each previous JWT key under 32 bytes, by its place in the list and never echoing it", () => {
+    const found = problems({ JWT_PREVIOUS_SECRETS: `${"a".repeat(32)},short-key,${"b".repeat(31)}` });
+    expect(found).toEqual([
+      "JWT_PREVIOUS_SECRETS entry 2 of 3 is 9 bytes long; it must be at least 32 bytes (generate one with: openssl rand -base64 48).",
+      "JWT_PREVIOUS_SECRETS entry 3 of 3 is 31 bytes long; it must be at least 32 bytes (generate one with: openssl rand -base64 48).",
+    ]);
+    expect(found.join()).not.toContain("short-key");
+  });
+
   it("refuses a DATABASE_URL without a JWT_SECRET", () => {
     expect(problems({ DATABASE_URL: "postgres://localhost/posts" })).toEqual([
       expect.stringContaining("JWT_SECRET is required when DATABASE_URL is set"),

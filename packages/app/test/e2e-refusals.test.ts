@@ -25,6 +25,22 @@ describe("the service refuses to start, as a real process", () => {
     expect(run.stdout).toBe("");
   });
 
+  it("with a JWT_PREVIOUS_SECRETS key under 32 bytes: exit 1, naming the entry without echoing it", async () => {
+    const run = await runCommand([], {
+      JWT_SECRET: TEST_JWT_SECRET,
+      JWT_PREVIOUS_SECRETS: `${TEST_JWT_SECRET}-older, too-short-a-key`,
+      PORT: "0",
+      DATA_DIR: "/nonexistent/never-used",
+    });
+
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain(
+      "JWT_PREVIOUS_SECRETS entry 2 of 2 is 15 bytes long; it must be at least 32 bytes",
+    );
+    expect(run.stderr).not.toContain("too-short-a-key");
+    expect(run.stdout).toBe("");
+  });
+
   it("with DATABASE_URL but no JWT_SECRET, listing every other problem too", async () => {
     const run = await runCommand([], {
       DATABASE_URL: "postgres://127.0.0.1/posts",

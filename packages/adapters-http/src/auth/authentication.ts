@@ -1,11 +1,9 @@
-/// <reference types="@fastify/jwt" preserve="true" />
-import fastifyJwt from "@fastify/jwt";
 import type { Principal } from "@posts/domain";
 import type { FastifyPluginAsync } from "fastify";
 import fp from "fastify-plugin";
 import { sendErrorJson } from "../errors/error-envelope.js";
 import { HTTP_MESSAGES } from "../errors/http-messages.js";
-import { tokenVerifier, verifyOptions } from "./token-verifier.js";
+import { keyRingDecoder, tokenVerifier } from "./token-verifier.js";
 
 declare module "fastify" {
   interface FastifyRequest {
@@ -17,16 +15,19 @@ declare module "fastify" {
 /** The header that carries the JWT, as Node lower-cases it. */
 export const TOKEN_HEADER = "x-auth-token";
 
-/** Options of {@link authentication}: the HS256 key and the issuer tokens must name. */
+/** Options of {@link authentication}: the HS256 keys and the issuer tokens must name. */
 export interface AuthenticationOptions {
+  /** The key tokens are signed with now, tried first. */
   readonly secret: string;
+  /** Keys of a rotation in progress, whose unexpired tokens are still accepted. */
+  readonly previousSecrets?: readonly string[];
   readonly issuer: string;
 }
 
-const plugin: FastifyPluginAsync<AuthenticationOptions> = async (app, { secret, issuer }) => {
+const plugin: FastifyPluginAsync<AuthenticationOptions> = async (app, options) => {
   // Verify-only: tokens are signed by JwtTokenIssuer, outside any request.
-  await app.register(fastifyJwt, { secret, verify: verifyOptions(issuer) });
-  const verify = tokenVerifier((token) => app.jwt.verify(token));
+  const keys = [options.secret, ...(options.previousSecrets ?? [])];
+  const verify = tokenVerifier(keyRingDecoder(keys, options.issuer));
   app.decorateRequest("principal", null);
   // onRequest runs before the body is read, so a bad token is refused before 415, 413 or 400,
   // and on every path, including unknown ones (CONTRACT §4).
@@ -54,7 +55,7 @@ const plugin: FastifyPluginAsync<AuthenticationOptions> = async (app, { secret, 
 /**
  * Authenticates every request from its `X-AUTH-TOKEN` header alone (a token in the query
  * string or a cookie is ignored): absent or empty → anonymous (`request.principal === null`);
- * a valid token → `request.principal`; anything else, on any path → 401
+ * a valid token, signed with `secret` or one of `previousSecrets` → `request.principal`; anything else, on any path → 401
  * `{"error": "..."}` before any other check. Whether the principal may do what it asks is
  * the route's business (see `requireUser`).
  */

@@ -2,8 +2,7 @@ import { hasUserRole, type Principal } from "@posts/domain";
 import type { FastifyRequest, onRequestHookHandler } from "fastify";
 import type { SendEnvelope } from "../errors/error-envelope.js";
 import { HTTP_MESSAGES } from "../errors/http-messages.js";
-
-const DIGITS = /^[0-9]+$/;
+import { isDigitId } from "../schemas/common-schemas.js";
 
 /** The onRequest guards of protected routes; both answer the 403 envelope. */
 export interface RouteGuards {
@@ -27,7 +26,7 @@ export function routeGuards(sendEnvelope: SendEnvelope): RouteGuards {
       sendEnvelope(reply, 403, { message: HTTP_MESSAGES.forbidden });
     },
     requireDigitId: (request, reply, done) => {
-      if (DIGITS.test(idParam(request))) {
+      if (isDigitId(idParam(request))) {
         done();
         return;
       }

@@ -9,7 +9,7 @@ const UTF8 = new TextDecoder("utf-8", { fatal: true });
  * (400), a body that is not valid UTF-8 (RFC 8259 §8.1), where Fastify's would turn the invalid
  * bytes into U+FFFD and the post would be stored altered. The rest is Fastify's own parser: the
  * body limit enforced while reading (413), an empty body (400), and secure-json-parse refusing
- * `__proto__` and `constructor.prototype` keys (400). A leading BOM is dropped, as before.
+ * `__proto__` and `constructor.prototype` keys (400). A leading BOM is dropped, as Fastify's parser drops it.
  */
 export function useStrictUtf8JsonParser(app: FastifyInstance): void {
   const parseJson = app.getDefaultJsonParser("error", "error");

@@ -1,15 +1,17 @@
+import { canonicalTimeZone } from "@posts/domain";
+
 /** Turns an instant into the contract's wire timestamp, `yyyy-MM-ddTHH:mm:ss.SSS`, without zone. */
 export type TimestampFormatter = (instant: Date) => string;
 
 const DAY = 86_400_000;
 
 // 0000-01-01T00:00:00.000 and 9999-12-31T23:59:59.999: the wall clocks the arithmetic formats.
-// Outside them the ISO string has a sign and six year digits, kept as it always was.
+// Outside them the text is the ISO string's, with a sign and six year digits.
 const FIRST_WALL = -62_167_219_200_000;
 const LAST_WALL = 253_402_300_799_999;
 
 // Looked up rather than padded per value: a list page formats 40 timestamps. Each piece carries
-// the separator before it, as every concatenation costs (a third less time with eight of them).
+// the separator before it, which saves a concatenation per field.
 const padded = (digits: number, before: string): readonly string[] =>
   Array.from({ length: 10 ** digits }, (_, n) => before + String(n).padStart(digits, "0"));
 const YEAR_HALF = padded(2, "");
@@ -67,7 +69,7 @@ const formatters = new Map<string, TimestampFormatter>([["UTC", utc]]);
  * do not occur; they keep the text they always had, cut from the ISO string (`+010000-01-01T05:00:00.`).
  */
 export function timestampFormatter(timeZone: string): TimestampFormatter {
-  const canonical = new Intl.DateTimeFormat("en-US", { timeZone }).resolvedOptions().timeZone;
+  const canonical = canonicalTimeZone(timeZone);
   let formatter = formatters.get(canonical);
   if (formatter === undefined) {
     formatter = zonedFormatter(canonical);
@@ -112,9 +114,8 @@ function zonedFormatter(timeZone: string): TimestampFormatter {
     return difference < 0 ? difference + DAY : difference - DAY;
   };
 
-  // The old way, kept for local years outside 0000–9999 and invalid Dates so that their text and
-  // errors do not change: the zone's wall clock, read as if it were UTC, is an instant whose ISO
-  // string is the wanted text.
+  // For what the arithmetic does not format (local years outside 0000–9999, invalid Dates): the
+  // zone's wall clock, read as if it were UTC, is an instant whose ISO string is the wanted text.
   const slowly = (instant: Date): string => {
     const time = instant.getTime();
     const fields = fieldsAt(instant);

@@ -1,9 +1,8 @@
 import type { FastifyPluginCallback } from "fastify";
 import fp from "fastify-plugin";
 import { Counter, collectDefaultMetrics, Gauge, Registry } from "prom-client";
-import { Type } from "typebox";
-import { errorJsonResponse } from "../errors/error-schemas.js";
 import type { DatabasePoolStats, PostCacheStats } from "../http-app-options.js";
+import { MetricsRouteSchema } from "../schemas/operational-route-schemas.js";
 import { RequestMetrics } from "./request-metrics.js";
 
 /** The route label of a request no route matched: one value, however many URLs are probed. */
@@ -35,22 +34,8 @@ const plugin: FastifyPluginCallback<MetricsOptions> = (app, options, done) => {
     next();
   });
 
-  app.get(
-    "/metrics",
-    {
-      schema: {
-        summary: "Prometheus metrics",
-        tags: ["operations"],
-        response: {
-          200: {
-            description: "Prometheus text format",
-            content: { "text/plain": { schema: Type.String() } },
-          },
-          401: errorJsonResponse("X-AUTH-TOKEN present but invalid"),
-        },
-      },
-    },
-    async (_request, reply) => reply.type(registry.contentType).send(await registry.metrics()),
+  app.get("/metrics", { schema: MetricsRouteSchema }, async (_request, reply) =>
+    reply.type(registry.contentType).send(await registry.metrics()),
   );
   done();
 };

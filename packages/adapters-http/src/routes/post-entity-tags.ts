@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { type ExpectedVersions, type Post, type PostPage, parseId } from "@posts/domain";
+import { canonicalTimeZone, type ExpectedVersions, type Post, type PostPage, parseId } from "@posts/domain";
 import type { EntityTag, EntityTagCondition } from "../http/entity-tag-condition.js";
 
 /**
@@ -43,7 +43,7 @@ export interface PostEntityTags {
  */
 export function postEntityTags(timeZone: string): PostEntityTags {
   // Canonical, as the formatter uses it: "asia/seoul" and "Asia/Seoul" write the same bytes.
-  const zone = new Intl.DateTimeFormat("en-US", { timeZone }).resolvedOptions().timeZone;
+  const zone = canonicalTimeZone(timeZone);
   const variant = createHash("sha256").update(`${WIRE_FORM}\n${zone}`).digest("base64url").slice(0, 8);
   const opaqueOf = (id: number, version: number) => `${id}.${version.toString(36)}.${variant}`;
 
@@ -53,8 +53,7 @@ export function postEntityTags(timeZone: string): PostEntityTags {
     page: (page) => {
       const { posts } = page;
       // The ids and versions as numbers, not as text: V8 keeps the decimal text of a number in a
-      // cache in the old generation, so writing thousands of different ones a second (a page of
-      // posts per request over a large cache) left that much garbage there, and the heap grew
+      // cache in the old generation, so thousands of different ones a second would grow the heap
       // (bench/RESULTS.md). One hash per request, over a buffer reused for every page.
       // Little-endian whatever the machine, so that every instance makes the same tag.
       const length = 16 * posts.length;

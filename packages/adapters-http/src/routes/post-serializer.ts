@@ -1,7 +1,7 @@
 import type { Post, PostPage } from "@posts/domain";
 import type { TimestampFormatter } from "../http/timestamp-formatter.js";
 import type { PostCacheAccess } from "../http-app-options.js";
-import { toPostJson } from "./post-schemas.js";
+import type { PostJson } from "../schemas/post-schemas.js";
 
 /**
  * The JSON text of the posts resource's answers: the one serializer every route that answers
@@ -48,4 +48,16 @@ function pageJson(page: PostPage, item: (post: Post) => string): string {
   for (let i = 1; i < posts.length; i++) content += `,${item(posts[i] as Post)}`;
   const nextCursor = page.nextCursor === null ? "null" : JSON.stringify(page.nextCursor);
   return `{"content":[${content}],"size":${page.size},"nextCursor":${nextCursor}}`;
+}
+
+/** Maps a domain post to its wire form, `PostSchema`'s properties in its order. */
+export function toPostJson(post: Post, format: TimestampFormatter): PostJson {
+  return {
+    id: post.id,
+    title: post.title,
+    content: post.content,
+    createdAt: format(post.createdAt),
+    updatedAt: format(post.updatedAt),
+    user: { id: post.author.id, email: post.author.email },
+  };
 }

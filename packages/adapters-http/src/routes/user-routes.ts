@@ -1,37 +1,25 @@
-import { deleteMe, getMe, login, registerUser, validateCredentials } from "@posts/domain";
+import { deleteAccount, getMe, login, registerUser, validateCredentials } from "@posts/domain";
 import type { FastifyPluginCallback, FastifyReply } from "fastify";
 import type { FailureThrottles } from "../auth/failure-throttle.js";
 import { authenticated } from "../auth/route-guards.js";
 import { sendDomainError } from "../errors/domain-error-responses.js";
-import {
-  COMMON_RESPONSES,
-  emptyResponse,
-  envelopeResponse,
-  errorJsonResponse,
-} from "../errors/error-schemas.js";
 import { HTTP_MESSAGES } from "../errors/http-messages.js";
 import { jsonObjectBody } from "../http/json-object-validator-compiler.js";
+import {
+  DeleteAccountRouteSchema,
+  LoginRouteSchema,
+  ReadAccountRouteSchema,
+  RegisterRouteSchema,
+} from "../schemas/user-route-schemas.js";
 import { absoluteUrl, type RouteContext } from "./route-context.js";
-import { CredentialsBodySchema, LoginSchema, toUserJson, UserSchema } from "./user-schemas.js";
+import { toUserJson } from "./user-serializer.js";
 
 const USER = "/api/v1/user";
-const TAGS = ["users"];
-const SECURED = [{ authToken: [] }];
 
 /** Options of {@link userRoutes}. */
 export interface UserRoutesOptions extends RouteContext {
   readonly throttles: FailureThrottles;
 }
-
-const tooManyLogins = envelopeResponse(
-  "Too many failures from this address or for this email; see Retry-After",
-);
-const bodyProblems = { 413: envelopeResponse("Body over the limit"), 415: envelopeResponse("Body not JSON") };
-const meResponses = {
-  403: envelopeResponse("No token, or no ROLE_USER"),
-  ...COMMON_RESPONSES,
-  401: errorJsonResponse("Invalid token, or the token's user no longer exists"),
-};
 
 /**
  * The users resource (CONTRACT §3): register, log in, read and delete one's own account.
@@ -47,21 +35,7 @@ export const userRoutes: FastifyPluginCallback<UserRoutesOptions> = (app, option
 
   app.post(
     USER,
-    {
-      schema: {
-        summary: "Register",
-        tags: TAGS,
-        body: CredentialsBodySchema,
-        response: {
-          201: { ...UserSchema, description: "Registered; Location ends in /api/v1/user" },
-          400: envelopeResponse("Body not a JSON object, or every failing field"),
-          409: envelopeResponse("Email already registered"),
-          429: envelopeResponse("Too many registrations of taken emails from this address; see Retry-After"),
-          ...bodyProblems,
-          ...COMMON_RESPONSES,
-        },
-      },
-    },
+    { schema: RegisterRouteSchema },
     // Bad input → 400, never counted nor refused: it tells nothing about accounts. A throttled
     // address → 429, even for an email that is free: a 201 would tell it the email was free.
     // A duplicate → 409, counted against the address. Else 201.
@@ -83,74 +57,34 @@ export const userRoutes: FastifyPluginCallback<UserRoutesOptions> = (app, option
     },
   );
 
-  app.post(
-    `${USER}/login`,
-    {
-      schema: {
-        summary: "Log in: exchange email and password for a token",
-        tags: TAGS,
-        body: CredentialsBodySchema,
-        response: {
-          200: LoginSchema,
-          400: envelopeResponse("Body not a JSON object"),
-          429: tooManyLogins,
-          ...bodyProblems,
-          ...COMMON_RESPONSES,
-          401: errorJsonResponse(
-            "Unknown email or wrong password (one message for both), or an invalid token",
-          ),
-        },
-      },
-    },
-    async (request, reply) => {
-      const wait = await throttles.login.waitSeconds(request);
-      if (wait > 0) return refuse(reply, wait);
-      const body = jsonObjectBody(request.body);
-      const result = await login(deps, { email: body.email, password: body.password });
-      if (!result.ok) {
-        await throttles.login.recordFailure(request);
-        return sendDomainError(reply, result.error, sendEnvelope);
-      }
-      // A token must not sit in a shared cache (RFC 6749 §5.1).
-      return reply.header("cache-control", "no-store").send({
-        tokenType: "Bearer",
-        token: result.value.token,
-        expiresIn: result.value.expiresInMs,
-      });
-    },
-  );
+  app.post(`${USER}/login`, { schema: LoginRouteSchema }, async (request, reply) => {
+    const wait = await throttles.login.waitSeconds(request);
+    if (wait > 0) return refuse(reply, wait);
+    const body = jsonObjectBody(request.body);
+    const result = await login(deps, { email: body.email, password: body.password });
+    if (!result.ok) {
+      await throttles.login.recordFailure(request);
+      return sendDomainError(reply, result.error, sendEnvelope);
+    }
+    // A token must not sit in a shared cache (RFC 6749 §5.1).
+    return reply.header("cache-control", "no-store").send({
+      tokenType: "Bearer",
+      token: result.value.token,
+      expiresIn: result.value.expiresInMs,
+    });
+  });
 
-  app.get(
-    USER,
-    {
-      onRequest: guards.requireUser,
-      schema: {
-        summary: "Read one's own account",
-        tags: TAGS,
-        security: SECURED,
-        response: { 200: UserSchema, ...meResponses },
-      },
-    },
-    async (request, reply) => {
-      const result = await getMe(deps, authenticated(request));
-      if (!result.ok) return sendDomainError(reply, result.error, sendEnvelope);
-      return reply.send(toUserJson(result.value, format));
-    },
-  );
+  app.get(USER, { onRequest: guards.requireUser, schema: ReadAccountRouteSchema }, async (request, reply) => {
+    const result = await getMe(deps, authenticated(request));
+    if (!result.ok) return sendDomainError(reply, result.error, sendEnvelope);
+    return reply.send(toUserJson(result.value, format));
+  });
 
   app.delete(
     USER,
-    {
-      onRequest: guards.requireUser,
-      schema: {
-        summary: "Delete one's own account and every post one wrote",
-        tags: TAGS,
-        security: SECURED,
-        response: { 204: emptyResponse("Deleted, with every post of the user"), ...meResponses },
-      },
-    },
+    { onRequest: guards.requireUser, schema: DeleteAccountRouteSchema },
     async (request, reply) => {
-      const result = await deleteMe(deps, authenticated(request));
+      const result = await deleteAccount(deps, authenticated(request));
       if (!result.ok) return sendDomainError(reply, result.error, sendEnvelope);
       return reply.code(204).send();
     },

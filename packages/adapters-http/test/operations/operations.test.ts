@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { expectEnvelope } from "../support/expectations.js";
+import { expectEnvelope, POST_PROPERTIES } from "../support/expectations.js";
 import { buildTestApp, useTestApp } from "../support/test-app.js";
 
 describe("operations", () => {
@@ -167,14 +167,7 @@ describe("operations", () => {
     const post = document.paths["/api/v1/posts/{id}"].get.responses["200"].content["application/json"].schema;
     const page = document.paths["/api/v1/posts"].get.responses["200"].content["application/json"].schema;
     expect(Object.keys(page.properties)).toEqual(["content", "size", "nextCursor"]);
-    expect(Object.keys(post.properties)).toEqual([
-      "id",
-      "title",
-      "content",
-      "createdAt",
-      "updatedAt",
-      "user",
-    ]);
+    expect(Object.keys(post.properties)).toEqual(POST_PROPERTIES);
   });
 
   it("GET /openapi.json documents the conditional, idempotency and search headers and parameters", async () => {

@@ -1,10 +1,11 @@
 import { request } from "node:http";
 import type { AddressInfo } from "node:net";
 import { aPost, aUser } from "@posts/domain/testing";
-import type { InjectOptions, LightMyRequestResponse } from "fastify";
+import type { LightMyRequestResponse } from "fastify";
 import { beforeAll, describe, expect, it } from "vitest";
 import { expectEnvelope, expectErrorJson, expectText, JSON_UTF8 } from "../support/expectations.js";
 import { tokenFor } from "../support/mint-token.js";
+import { postRequests } from "../support/route-requests.js";
 import { buildTestApp, useTestApp } from "../support/test-app.js";
 
 const POST_NOT_FOUND = "게시글을 찾을 수 없습니다.";
@@ -29,28 +30,7 @@ const weakened = (etag: string) => `W/${etag}`;
 
 describe("conditional requests (CONTRACT §7)", () => {
   const t = useTestApp();
-  const inject = (options: InjectOptions) => t().app.inject(options);
-  const get = (url: string, headers: Record<string, string> = {}) => inject({ method: "GET", url, headers });
-  const patch = (token: string | undefined, id: string | number, payload: unknown, ifMatch?: string) =>
-    inject({
-      method: "PATCH",
-      url: `/api/v1/posts/${id}`,
-      headers: {
-        "content-type": "application/json",
-        ...(token === undefined ? {} : { "x-auth-token": token }),
-        ...(ifMatch === undefined ? {} : { "if-match": ifMatch }),
-      },
-      payload: JSON.stringify(payload),
-    });
-  const remove = (token: string | undefined, id: string | number, ifMatch?: string) =>
-    inject({
-      method: "DELETE",
-      url: `/api/v1/posts/${id}`,
-      headers: {
-        ...(token === undefined ? {} : { "x-auth-token": token }),
-        ...(ifMatch === undefined ? {} : { "if-match": ifMatch }),
-      },
-    });
+  const { inject, get, patch, remove } = postRequests(() => t().app);
   const etagOf = async (id: number) => String((await get(`/api/v1/posts/${id}`)).headers.etag);
 
   describe("ETag and Cache-Control", () => {

@@ -1,9 +1,10 @@
 import { DEFAULT_IDEMPOTENCY_TTL_MS } from "@posts/domain";
 import { aUser } from "@posts/domain/testing";
-import type { InjectOptions, LightMyRequestResponse } from "fastify";
+import type { LightMyRequestResponse } from "fastify";
 import { describe, expect, it } from "vitest";
 import { expectEnvelope, expectErrorJson } from "../support/expectations.js";
 import { tokenFor } from "../support/mint-token.js";
+import { postRequests } from "../support/route-requests.js";
 import { buildTestApp, useTestApp } from "../support/test-app.js";
 
 const PATH = "/api/v1/posts";
@@ -23,22 +24,13 @@ const freshKey = () => `key-${++keys}-${Math.random().toString(36).slice(2)}`;
 
 describe("idempotent creation (CONTRACT §8)", () => {
   const t = useTestApp();
-  const inject = (options: InjectOptions) => t().app.inject(options);
+  const requests = postRequests(() => t().app);
+  const inject = requests.inject;
   const create = (
     token: string | undefined,
     key: string | undefined,
     payload: unknown = { title: "t", content: "c" },
-  ) =>
-    inject({
-      method: "POST",
-      url: PATH,
-      headers: {
-        "content-type": "application/json",
-        ...(token === undefined ? {} : { "x-auth-token": token }),
-        ...(key === undefined ? {} : { "idempotency-key": key }),
-      },
-      payload: JSON.stringify(payload),
-    });
+  ) => requests.create(token, payload, key === undefined ? {} : { "idempotency-key": key });
   const postCount = async () => (await t().deps.posts.listPage({ limit: 1_000_000 })).length;
 
   it("the first request with a key creates the post: 201, Location, no Idempotent-Replayed", async () => {

@@ -1,15 +1,16 @@
 import { MESSAGES } from "@posts/domain";
 import { aPost, aUser } from "@posts/domain/testing";
-import type { InjectOptions } from "fastify";
 import { describe, expect, it } from "vitest";
 import {
   expectEnvelope,
   expectErrorJson,
   expectText,
   JSON_UTF8,
+  POST_PROPERTIES,
   TIMESTAMP,
 } from "../support/expectations.js";
 import { tokenFor } from "../support/mint-token.js";
+import { postRequests } from "../support/route-requests.js";
 import { useTestApp } from "../support/test-app.js";
 
 const POST_NOT_FOUND = "게시글을 찾을 수 없습니다.";
@@ -20,24 +21,7 @@ const CONTENT_REQUIRED = { field: "content", message: "게시글 내용을 입�
 
 describe("posts", () => {
   const t = useTestApp();
-  const inject = (options: InjectOptions) => t().app.inject(options);
-  const create = (token: string, payload: unknown) =>
-    inject({
-      method: "POST",
-      url: "/api/v1/posts",
-      headers: { "x-auth-token": token },
-      payload: payload as object,
-    });
-  const patch = (token: string | undefined, id: string | number, payload: unknown) =>
-    inject({
-      method: "PATCH",
-      url: `/api/v1/posts/${id}`,
-      headers: {
-        "content-type": "application/json",
-        ...(token === undefined ? {} : { "x-auth-token": token }),
-      },
-      payload: JSON.stringify(payload),
-    });
+  const { inject, create, patch, remove } = postRequests(() => t().app);
   const newPost = async (author: { id: number }, overrides: { title?: string; content?: string } = {}) =>
     aPost(t().deps.posts, author, overrides);
 
@@ -222,14 +206,7 @@ describe("posts", () => {
         user: { id: author.id, email: author.email },
       });
       expect(response.body).not.toContain("secret-hash");
-      expect(Object.keys(response.json())).toEqual([
-        "id",
-        "title",
-        "content",
-        "createdAt",
-        "updatedAt",
-        "user",
-      ]);
+      expect(Object.keys(response.json())).toEqual(POST_PROPERTIES);
     });
 
     it("answers 404 text for a numeric id with no post, including one beyond 64 bits", async () => {
@@ -439,13 +416,6 @@ describe("posts", () => {
   });
 
   describe("DELETE /api/v1/posts/<id>", () => {
-    const remove = (token: string | undefined, id: string | number) =>
-      inject({
-        method: "DELETE",
-        url: `/api/v1/posts/${id}`,
-        headers: token === undefined ? {} : { "x-auth-token": token },
-      });
-
     it("deletes the author's post: 204 with an empty body, then 404", async () => {
       const user = await t().aUserWithToken();
       const post = await newPost(user);

@@ -4,8 +4,8 @@ import Fastify from "fastify";
 import { describe, expect, it } from "vitest";
 import { timestampFormatter } from "../../src/http/timestamp-formatter.js";
 import type { PostCacheAccess } from "../../src/http-app-options.js";
-import { PostPageSchema, PostSchema, toPostJson } from "../../src/routes/post-schemas.js";
-import { postSerializer } from "../../src/routes/post-serializer.js";
+import { postSerializer, toPostJson } from "../../src/routes/post-serializer.js";
+import { PostPageSchema, PostSchema } from "../../src/schemas/post-schemas.js";
 
 const format = timestampFormatter("Asia/Seoul");
 

@@ -5,6 +5,7 @@ import type { InjectOptions } from "fastify";
 import { describe, expect, it } from "vitest";
 import { expectEnvelope, expectErrorJson, JSON_UTF8 } from "../support/expectations.js";
 import { TEST_ISSUER, TEST_SECRET, tokenFor } from "../support/mint-token.js";
+import { tokenHeader } from "../support/route-requests.js";
 import { buildTestApp, type TestApp, useTestApp } from "../support/test-app.js";
 
 describe("users", () => {
@@ -15,7 +16,7 @@ describe("users", () => {
   const login = (payload: unknown) =>
     inject({ method: "POST", url: "/api/v1/user/login", payload: payload as object });
   const me = (method: "GET" | "DELETE", token?: string) =>
-    inject({ method, url: "/api/v1/user", headers: token === undefined ? {} : { "x-auth-token": token } });
+    inject({ method, url: "/api/v1/user", headers: tokenHeader(token) });
 
   describe("POST /api/v1/user", () => {
     it("registers: 201 {id, email (trimmed, lower-cased), createdAt}, Location ending in /api/v1/user", async () => {

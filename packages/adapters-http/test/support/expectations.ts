@@ -8,6 +8,9 @@ export const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}$/;
 export const JSON_UTF8 = "application/json; charset=utf-8";
 export const TEXT_UTF8 = "text/plain; charset=utf-8";
 
+/** The properties of a post on the wire, in the order the contract lists them. */
+export const POST_PROPERTIES = ["id", "title", "content", "createdAt", "updatedAt", "user"];
+
 /**
  * Asserts the generic error envelope: status, JSON content type, and exactly the contract's
  * properties: with `errors` when given, else with a `message` and no `errors`.

@@ -31,6 +31,19 @@ export interface PostCacheStats {
 }
 
 /**
+ * What a composition root and the HTTP side may ask of a {@link PostCache}: whether a post is the
+ * very object cached (so what a caller keeps beside it, such as its JSON, serves again for as long
+ * as that version is current) and what the cache has done and holds (for metrics). The rest of
+ * the cache is the post repository's, which it is handed to.
+ */
+export interface PostCacheView {
+  /** Whether `post` is the very object cached for its id (as a read of the repository answered it). */
+  holds(post: Post): boolean;
+  /** Counts so far, and what is held now. */
+  stats(): PostCacheStats;
+}
+
+/**
  * What one cached post is taken to cost, in bytes of the JavaScript heap: its text (title,
  * content, the author's email) twice, once as read and once more for the serialized form a
  * caller may keep beside it for as long as the post is cached (the HTTP adapter keeps its JSON),
@@ -86,8 +99,11 @@ const ROOM_BELOW = 7 / 8;
  * full (a doorkeeper, counting): a workload of ever new pages then costs about what it costs
  * without a cache, hardly filling it and not churning it, while one that reads the same pages
  * again gets them from here from its second or fourth reading on.
+ *
+ * Made by the composition root and handed both to `PostgresPostRepository` (its `cache` option),
+ * which alone reads and fills it, and, as a {@link PostCacheView}, to whatever reports on it.
  */
-export class PostCache {
+export class PostCache implements PostCacheView {
   readonly #posts: LRUCache<number, Post>;
   #hits = 0;
   #misses = 0;

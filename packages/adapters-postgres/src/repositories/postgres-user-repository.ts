@@ -1,5 +1,6 @@
 import { err, type NewUser, ok, type Result, type User, type UserRepository } from "@posts/domain";
 import { type Kysely, sql } from "kysely";
+import type { RunStatement } from "../connection/direct-statements.js";
 import { SQLSTATE_UNIQUE_VIOLATION, sqlStateOf } from "../connection/sql-state.js";
 import type { Database } from "../schema/database.js";
 import { type PreparedStatement, prepare } from "./prepare.js";
@@ -11,6 +12,16 @@ interface CreateValues {
   readonly email: string;
   readonly passwordHash: string;
   readonly createdAt: string;
+}
+
+/** How a {@link PostgresUserRepository} is set up beyond its database. */
+export interface PostgresUserRepositoryOptions {
+  /**
+   * Where the lookup by email (what login reads) goes, outside any transaction: a hot standby
+   * may answer it. Everything else (creation, deletion, the lookup by id) runs on the primary
+   * `db`. Absent: the lookup runs on `db` too.
+   */
+  readonly readStatements?: RunStatement;
 }
 
 /**
@@ -25,7 +36,7 @@ export class PostgresUserRepository implements UserRepository {
   readonly #findById: PreparedStatement<{ id: number }, UserRow>;
   readonly #delete: PreparedStatement<{ id: number }, { readonly id: number }>;
 
-  constructor(db: Kysely<Database>) {
+  constructor(db: Kysely<Database>, options: PostgresUserRepositoryOptions = {}) {
     // A taken email inserts nothing and returns no row, instead of failing the statement.
     this.#create = prepare(db, (p: CreateValues) =>
       db
@@ -36,12 +47,15 @@ export class PostgresUserRepository implements UserRepository {
         .compile(),
     );
     // Written as the unique index's expression, so that the index answers it.
-    this.#findByEmail = prepare(db, (p: { email: string }) =>
-      db
-        .selectFrom("users")
-        .select(USER_COLUMNS)
-        .where(sql`lower(email)`, "=", sql<string>`lower(${p.email})`)
-        .compile(),
+    this.#findByEmail = prepare(
+      db,
+      (p: { email: string }) =>
+        db
+          .selectFrom("users")
+          .select(USER_COLUMNS)
+          .where(sql`lower(email)`, "=", sql<string>`lower(${p.email})`)
+          .compile(),
+      { run: options.readStatements },
     );
     this.#findById = prepare(db, (p: { id: number }) =>
       db.selectFrom("users").select(USER_COLUMNS).where("id", "=", p.id).compile(),

@@ -1,5 +1,5 @@
 import type { CompiledQuery, Kysely } from "kysely";
-import { DIRECT_STATEMENTS } from "../connection/direct-statements.js";
+import { DIRECT_STATEMENTS, type RunStatement } from "../connection/direct-statements.js";
 import { PREPARED_STATEMENT_NAMES } from "../connection/statement-names.js";
 import type { Database } from "../schema/database.js";
 
@@ -25,6 +25,8 @@ export type PreparedStatement<P, Row> = (values: P, on?: Kysely<Database>) => Pr
  * server too parses it once per connection and keeps a plan where one serves every value;
  * `{ named: false }` keeps it unnamed, planned afresh for the values of every execution, for a
  * statement whose best plan depends on them so much that one plan for all could cost seconds.
+ * `{ run }` sends its executions outside a transaction through `run` instead of the database's
+ * own pool: the seam where a read that a hot standby may answer is routed to one.
  *
  * ```ts
  * const byId = prepare(db, (p: { id: number }) =>
@@ -35,7 +37,7 @@ export type PreparedStatement<P, Row> = (values: P, on?: Kysely<Database>) => Pr
 export function prepare<P extends object, Row>(
   db: Kysely<Database>,
   build: (values: Required<P>) => CompiledQuery<Row>,
-  options: { readonly named?: boolean } = {},
+  options: { readonly named?: boolean; readonly run?: RunStatement | undefined } = {},
 ): PreparedStatement<P, Row> {
   const standIns = new Proxy(
     {},
@@ -52,9 +54,9 @@ export function prepare<P extends object, Row>(
   const slots = compiled.parameters.map((parameter) =>
     parameter instanceof Placeholder ? { name: parameter.name } : { constant: parameter },
   );
-  // A database of createPostgresDatabase runs it on its pool directly; a transaction, PGlite or
-  // a Kysely made elsewhere through Kysely's executor.
-  const direct = DIRECT_STATEMENTS.get(db);
+  // Given a runner, through it; a database of createPostgresDatabase runs it on its pool
+  // directly; a transaction, PGlite or a Kysely made elsewhere through Kysely's executor.
+  const direct = options.run ?? DIRECT_STATEMENTS.get(db);
   const throughKysely = async (on: Kysely<Database>, parameters: unknown[]) =>
     (await on.executeQuery<Row>({ ...compiled, parameters })).rows;
   // Not an async function: the direct path answers the pool's own promise, one fewer per statement.

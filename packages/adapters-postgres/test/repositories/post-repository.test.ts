@@ -468,7 +468,7 @@ describe.each(ENGINES)("PostgresPostRepository on %s", (engine) => {
   });
 
   it("replays a key whose fingerprint PostgreSQL computed, as earlier versions stored them", async () => {
-    // Earlier versions hashed in SQL; the keys they stored must keep answering the same way.
+    // A key whose fingerprint SQL computed over the same bytes must answer as one hashed in Node.
     const author = await anAuthor(database());
     const texts = [
       { key: "korean", title: "제목 🎉", content: "본문은 길다 ✨" },

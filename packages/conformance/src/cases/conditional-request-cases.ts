@@ -1,6 +1,12 @@
 import type { Reply } from "../http/api-client.js";
 import type { ConformanceCase } from "../runner/conformance-case.js";
 import {
+  NOT_AUTHOR_TO_DELETE,
+  NOT_AUTHOR_TO_MODIFY,
+  POST_NOT_FOUND,
+  TITLE_REQUIRED,
+} from "../support/contract-messages.js";
+import {
   expectEmpty,
   expectEnvelope,
   expectEqual,
@@ -10,15 +16,13 @@ import {
   expectText,
   expectThat,
 } from "../support/expectations.js";
-import { POSTS } from "../support/fixture.js";
+import { MISSING_POST_ID, POSTS } from "../support/fixture.js";
 import { INVALID_TOKEN } from "../support/token-forge.js";
 import { expectPageReply, expectPostReply } from "../support/wire-shapes.js";
 
 const section = "§7 Conditional requests";
-const NOT_FOUND = "게시글을 찾을 수 없습니다.";
 const STRONG_TAG = /^"[\x21\x23-\x7e\x80-\xff]*"$/;
 const ANY_TAG = /^(W\/)?"[\x21\x23-\x7e\x80-\xff]*"$/;
-const MISSING = "99999999999999999999";
 
 /** The reply's strong entity tag, or a failure. */
 function strongTagOf(reply: Reply): string {
@@ -163,7 +167,7 @@ export const conditionalRequestCases: readonly ConformanceCase[] = [
       const headers = { "if-none-match": "*" };
       expectErrorJson(await api.get(`${POSTS}/${id}`, { token: INVALID_TOKEN, headers }));
       expectErrorJson(await api.get(`${POSTS}?userId=${writer.id}`, { token: INVALID_TOKEN, headers }));
-      expectText(await api.get(`${POSTS}/${MISSING}`, { headers }), 404, NOT_FOUND);
+      expectText(await api.get(`${POSTS}/${MISSING_POST_ID}`, { headers }), 404, POST_NOT_FOUND);
     },
   },
   {
@@ -224,29 +228,33 @@ export const conditionalRequestCases: readonly ConformanceCase[] = [
       const headers = { "if-match": '"does-not-match"' };
       expectEmpty(await api.patch(path, { token: writer.token, headers, json: {} }), 400);
       expectFieldErrors(await api.patch(path, { token: writer.token, headers, json: { title: " " } }), path, [
-        { field: "title", message: "게시글 제목을 입력해주세요." },
+        { field: "title", message: TITLE_REQUIRED },
       ]);
       expectText(
-        await api.patch(`${POSTS}/${MISSING}`, { token: writer.token, headers, json: { title: "t" } }),
+        await api.patch(`${POSTS}/${MISSING_POST_ID}`, {
+          token: writer.token,
+          headers,
+          json: { title: "t" },
+        }),
         404,
-        NOT_FOUND,
+        POST_NOT_FOUND,
       );
-      expectText(await api.delete(`${POSTS}/${MISSING}`, { token: writer.token, headers }), 404, NOT_FOUND);
+      expectText(
+        await api.delete(`${POSTS}/${MISSING_POST_ID}`, { token: writer.token, headers }),
+        404,
+        POST_NOT_FOUND,
+      );
       expectText(
         await api.patch(path, { token: reader.token, headers, json: { title: "t" } }),
         401,
-        "게시글 작성자만 수정할 수 있습니다.",
+        NOT_AUTHOR_TO_MODIFY,
       );
-      expectText(
-        await api.delete(path, { token: reader.token, headers }),
-        401,
-        "게시글 작성자만 삭제할 수 있습니다.",
-      );
+      expectText(await api.delete(path, { token: reader.token, headers }), 401, NOT_AUTHOR_TO_DELETE);
       const tag = strongTagOf(await api.get(path));
       expectText(
         await api.patch(path, { token: reader.token, headers: { "if-match": tag }, json: { title: "t" } }),
         401,
-        "게시글 작성자만 수정할 수 있습니다.",
+        NOT_AUTHOR_TO_MODIFY,
       );
     },
   },

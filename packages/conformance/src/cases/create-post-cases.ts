@@ -1,5 +1,6 @@
 import type { ConformanceCase } from "../runner/conformance-case.js";
 import { chunkedStream, jsonOfSize } from "../support/bodies.js";
+import { CONTENT_REQUIRED, TITLE_REQUIRED } from "../support/contract-messages.js";
 import {
   expectEmpty,
   expectEnvelope,
@@ -13,8 +14,6 @@ import { INVALID_TOKEN } from "../support/token-forge.js";
 import { expectPostReply, postIdOfLocation } from "../support/wire-shapes.js";
 
 const section = "§2 POST /api/v1/posts";
-const TITLE_REQUIRED = "게시글 제목을 입력해주세요.";
-const CONTENT_REQUIRED = "게시글 내용을 입력해주세요.";
 
 /** §2: creation and every numbered step of its order of outcomes. */
 export const createPostCases: readonly ConformanceCase[] = [

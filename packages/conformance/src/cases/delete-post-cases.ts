@@ -1,13 +1,11 @@
 import type { ConformanceCase } from "../runner/conformance-case.js";
+import { NOT_AUTHOR_TO_DELETE, POST_NOT_FOUND } from "../support/contract-messages.js";
 import { expectEmpty, expectEnvelope, expectErrorJson, expectText } from "../support/expectations.js";
-import { POSTS } from "../support/fixture.js";
+import { MISSING_POST_ID, POSTS } from "../support/fixture.js";
 import { INVALID_TOKEN } from "../support/token-forge.js";
 import { expectPostReply } from "../support/wire-shapes.js";
 
 const section = "§2 DELETE /api/v1/posts/<id>";
-const NOT_FOUND = "게시글을 찾을 수 없습니다.";
-const NOT_AUTHOR = "게시글 작성자만 삭제할 수 있습니다.";
-const MISSING = "99999999999999999999";
 
 /** §2: deletion, in the order PATCH has without the body checks. */
 export const deletePostCases: readonly ConformanceCase[] = [
@@ -18,7 +16,7 @@ export const deletePostCases: readonly ConformanceCase[] = [
       const writer = await fixture.shared("writer");
       const id = await fixture.createPost(writer);
       expectErrorJson(await api.delete(`${POSTS}/abc`, { token: INVALID_TOKEN }));
-      expectErrorJson(await api.delete(`${POSTS}/${MISSING}`, { token: INVALID_TOKEN }));
+      expectErrorJson(await api.delete(`${POSTS}/${MISSING_POST_ID}`, { token: INVALID_TOKEN }));
       expectErrorJson(await api.delete(`${POSTS}/${id}`, { token: INVALID_TOKEN }));
       expectPostReply(await api.get(`${POSTS}/${id}`));
     },
@@ -34,7 +32,7 @@ export const deletePostCases: readonly ConformanceCase[] = [
       }
       const id = await fixture.createPost(writer);
       expectEnvelope(await api.delete(`${POSTS}/${id}`), 403, `${POSTS}/${id}`);
-      expectEnvelope(await api.delete(`${POSTS}/${MISSING}`), 403, `${POSTS}/${MISSING}`);
+      expectEnvelope(await api.delete(`${POSTS}/${MISSING_POST_ID}`), 403, `${POSTS}/${MISSING_POST_ID}`);
       expectPostReply(await api.get(`${POSTS}/${id}`));
     },
   },
@@ -55,7 +53,11 @@ export const deletePostCases: readonly ConformanceCase[] = [
     name: "no such post → 404 text/plain 게시글을 찾을 수 없습니다.",
     async run({ api, fixture }) {
       const reader = await fixture.shared("reader");
-      expectText(await api.delete(`${POSTS}/${MISSING}`, { token: reader.token }), 404, NOT_FOUND);
+      expectText(
+        await api.delete(`${POSTS}/${MISSING_POST_ID}`, { token: reader.token }),
+        404,
+        POST_NOT_FOUND,
+      );
     },
   },
   {
@@ -65,7 +67,7 @@ export const deletePostCases: readonly ConformanceCase[] = [
       const writer = await fixture.shared("writer");
       const reader = await fixture.shared("reader");
       const id = await fixture.createPost(writer);
-      expectText(await api.delete(`${POSTS}/${id}`, { token: reader.token }), 401, NOT_AUTHOR);
+      expectText(await api.delete(`${POSTS}/${id}`, { token: reader.token }), 401, NOT_AUTHOR_TO_DELETE);
       expectPostReply(await api.get(`${POSTS}/${id}`));
     },
   },
@@ -76,13 +78,13 @@ export const deletePostCases: readonly ConformanceCase[] = [
       const writer = await fixture.shared("writer");
       const id = await fixture.createPost(writer);
       expectEmpty(await api.delete(`${POSTS}/${id}`, { token: writer.token }), 204);
-      expectText(await api.get(`${POSTS}/${id}`), 404, NOT_FOUND);
+      expectText(await api.get(`${POSTS}/${id}`), 404, POST_NOT_FOUND);
       expectText(
         await api.patch(`${POSTS}/${id}`, { token: writer.token, json: { title: "t" } }),
         404,
-        NOT_FOUND,
+        POST_NOT_FOUND,
       );
-      expectText(await api.delete(`${POSTS}/${id}`, { token: writer.token }), 404, NOT_FOUND);
+      expectText(await api.delete(`${POSTS}/${id}`, { token: writer.token }), 404, POST_NOT_FOUND);
     },
   },
 ];

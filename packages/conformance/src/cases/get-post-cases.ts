@@ -1,10 +1,10 @@
 import type { ConformanceCase } from "../runner/conformance-case.js";
+import { POST_NOT_FOUND } from "../support/contract-messages.js";
 import { expectEnvelope, expectEqual, expectText } from "../support/expectations.js";
 import { POSTS } from "../support/fixture.js";
 import { expectPostReply } from "../support/wire-shapes.js";
 
 const section = "§2 GET /api/v1/posts/<id>";
-const NOT_FOUND = "게시글을 찾을 수 없습니다.";
 
 /** §2: reading one post, and ids that name none. */
 export const getPostCases: readonly ConformanceCase[] = [
@@ -25,7 +25,7 @@ export const getPostCases: readonly ConformanceCase[] = [
     section,
     name: "no such post → 404 text/plain 게시글을 찾을 수 없습니다.; a non-digit id is a path that does not exist: 404 envelope",
     async run({ api }) {
-      expectText(await api.get(`${POSTS}/0`), 404, NOT_FOUND);
+      expectText(await api.get(`${POSTS}/0`), 404, POST_NOT_FOUND);
       for (const id of ["abc", "1a", "-1"]) {
         expectEnvelope(await api.get(`${POSTS}/${id}`), 404, `${POSTS}/${id}`);
       }
@@ -38,9 +38,9 @@ export const getPostCases: readonly ConformanceCase[] = [
       const writer = await fixture.shared("writer");
       for (const id of ["9223372036854775808", "99999999999999999999", "1".repeat(40)]) {
         const path = `${POSTS}/${id}`;
-        expectText(await api.get(path), 404, NOT_FOUND);
-        expectText(await api.patch(path, { token: writer.token, json: { title: "t" } }), 404, NOT_FOUND);
-        expectText(await api.delete(path, { token: writer.token }), 404, NOT_FOUND);
+        expectText(await api.get(path), 404, POST_NOT_FOUND);
+        expectText(await api.patch(path, { token: writer.token, json: { title: "t" } }), 404, POST_NOT_FOUND);
+        expectText(await api.delete(path, { token: writer.token }), 404, POST_NOT_FOUND);
       }
     },
   },

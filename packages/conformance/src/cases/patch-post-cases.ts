@@ -1,5 +1,11 @@
 import type { ConformanceCase } from "../runner/conformance-case.js";
 import {
+  CONTENT_REQUIRED,
+  NOT_AUTHOR_TO_MODIFY,
+  POST_NOT_FOUND,
+  TITLE_REQUIRED,
+} from "../support/contract-messages.js";
+import {
   expectEmpty,
   expectEnvelope,
   expectEqual,
@@ -7,15 +13,11 @@ import {
   expectFieldErrors,
   expectText,
 } from "../support/expectations.js";
-import { POSTS } from "../support/fixture.js";
+import { MISSING_POST_ID, POSTS } from "../support/fixture.js";
 import { INVALID_TOKEN } from "../support/token-forge.js";
 import { expectPostReply } from "../support/wire-shapes.js";
 
 const section = "§2 PATCH /api/v1/posts/<id>";
-const NOT_FOUND = "게시글을 찾을 수 없습니다.";
-const NOT_AUTHOR = "게시글 작성자만 수정할 수 있습니다.";
-// Digits that name no post on any deployment: beyond every 64-bit id.
-const MISSING = "99999999999999999999";
 
 /** §2: modification and every numbered step of its order of outcomes. */
 export const patchPostCases: readonly ConformanceCase[] = [
@@ -26,7 +28,9 @@ export const patchPostCases: readonly ConformanceCase[] = [
       const writer = await fixture.shared("writer");
       const id = await fixture.createPost(writer);
       expectErrorJson(await api.patch(`${POSTS}/abc`, { token: INVALID_TOKEN, json: { title: "t" } }));
-      expectErrorJson(await api.patch(`${POSTS}/${MISSING}`, { token: INVALID_TOKEN, json: { title: "t" } }));
+      expectErrorJson(
+        await api.patch(`${POSTS}/${MISSING_POST_ID}`, { token: INVALID_TOKEN, json: { title: "t" } }),
+      );
       expectErrorJson(await api.patch(`${POSTS}/${id}`, { token: INVALID_TOKEN, json: {} }));
       expectErrorJson(
         await api.patch(`${POSTS}/${id}`, { token: INVALID_TOKEN, contentType: "text/plain", body: "x" }),
@@ -55,9 +59,9 @@ export const patchPostCases: readonly ConformanceCase[] = [
       expectEnvelope(await api.patch(`${POSTS}/${id}`, { json: { title: "t" } }), 403, `${POSTS}/${id}`);
       expectEnvelope(await api.patch(`${POSTS}/${id}`, { json: {} }), 403, `${POSTS}/${id}`);
       expectEnvelope(
-        await api.patch(`${POSTS}/${MISSING}`, { json: { title: "t" } }),
+        await api.patch(`${POSTS}/${MISSING_POST_ID}`, { json: { title: "t" } }),
         403,
-        `${POSTS}/${MISSING}`,
+        `${POSTS}/${MISSING_POST_ID}`,
       );
     },
   },
@@ -87,7 +91,7 @@ export const patchPostCases: readonly ConformanceCase[] = [
       for (const json of [{}, { title: null, content: null }, { title: null }, { other: "x", id: 1 }]) {
         expectEmpty(await api.patch(`${POSTS}/${id}`, { token: writer.token, json }), 400);
       }
-      expectEmpty(await api.patch(`${POSTS}/${MISSING}`, { token: writer.token, json: {} }), 400);
+      expectEmpty(await api.patch(`${POSTS}/${MISSING_POST_ID}`, { token: writer.token, json: {} }), 400);
       expectEmpty(await api.patch(`${POSTS}/${id}`, { token: reader.token, json: {} }), 400);
     },
   },
@@ -100,27 +104,27 @@ export const patchPostCases: readonly ConformanceCase[] = [
       const id = await fixture.createPost(writer);
       const path = `${POSTS}/${id}`;
       expectFieldErrors(await api.patch(path, { token: writer.token, json: { title: "  " } }), path, [
-        { field: "title", message: "게시글 제목을 입력해주세요." },
+        { field: "title", message: TITLE_REQUIRED },
       ]);
       expectFieldErrors(await api.patch(path, { token: writer.token, json: { content: "\u3000" } }), path, [
-        { field: "content", message: "게시글 내용을 입력해주세요." },
+        { field: "content", message: CONTENT_REQUIRED },
       ]);
       expectFieldErrors(
         await api.patch(path, { token: writer.token, json: { title: 5, content: "" } }),
         path,
-        [{ field: "title" }, { field: "content", message: "게시글 내용을 입력해주세요." }],
+        [{ field: "title" }, { field: "content", message: CONTENT_REQUIRED }],
       );
       expectFieldErrors(
         await api.patch(path, { token: writer.token, json: { title: "a".repeat(256) } }),
         path,
         [{ field: "title" }],
       );
-      const missing = `${POSTS}/${MISSING}`;
+      const missing = `${POSTS}/${MISSING_POST_ID}`;
       expectFieldErrors(await api.patch(missing, { token: writer.token, json: { title: "" } }), missing, [
-        { field: "title", message: "게시글 제목을 입력해주세요." },
+        { field: "title", message: TITLE_REQUIRED },
       ]);
       expectFieldErrors(await api.patch(path, { token: reader.token, json: { content: " " } }), path, [
-        { field: "content", message: "게시글 내용을 입력해주세요." },
+        { field: "content", message: CONTENT_REQUIRED },
       ]);
     },
   },
@@ -130,16 +134,16 @@ export const patchPostCases: readonly ConformanceCase[] = [
     async run({ api, fixture }) {
       const writer = await fixture.shared("writer");
       expectText(
-        await api.patch(`${POSTS}/${MISSING}`, { token: writer.token, json: { title: "t" } }),
+        await api.patch(`${POSTS}/${MISSING_POST_ID}`, { token: writer.token, json: { title: "t" } }),
         404,
-        NOT_FOUND,
+        POST_NOT_FOUND,
       );
       const id = await fixture.createPost(writer);
       expectEmpty(await api.delete(`${POSTS}/${id}`, { token: writer.token }), 204);
       expectText(
         await api.patch(`${POSTS}/${id}`, { token: writer.token, json: { title: "t" } }),
         404,
-        NOT_FOUND,
+        POST_NOT_FOUND,
       );
     },
   },
@@ -153,7 +157,7 @@ export const patchPostCases: readonly ConformanceCase[] = [
       expectText(
         await api.patch(`${POSTS}/${id}`, { token: reader.token, json: { title: "가로채기", content: "x" } }),
         401,
-        NOT_AUTHOR,
+        NOT_AUTHOR_TO_MODIFY,
       );
       const post = expectPostReply(await api.get(`${POSTS}/${id}`));
       expectEqual(

@@ -1,13 +1,12 @@
-import type { RequestOptions } from "../http/api-client.js";
+import type { ApiClient, RequestOptions } from "../http/api-client.js";
 import type { ConformanceCase } from "../runner/conformance-case.js";
 import { UNICODE_WHITE_SPACE } from "../support/bodies.js";
+import { CONTENT_REQUIRED, TITLE_REQUIRED } from "../support/contract-messages.js";
 import { expectBodyRefused, expectEmpty, expectEqual, expectFieldErrors } from "../support/expectations.js";
 import { POSTS } from "../support/fixture.js";
 import { expectPostReply, postIdOfLocation } from "../support/wire-shapes.js";
 
 const section = "§2 Validation of title and content";
-const TITLE_REQUIRED = "게시글 제목을 입력해주세요.";
-const CONTENT_REQUIRED = "게시글 내용을 입력해주세요.";
 const BLANKS = ["", " ", "\u3000", "\t\r\n", "\u00a0\u2003", "\u0085", UNICODE_WHITE_SPACE];
 const NOT_STRINGS: readonly unknown[] = [123, true, ["x"], { text: "x" }];
 const EMOJI = "😀";
@@ -26,6 +25,16 @@ const REFUSED_BODIES: readonly { readonly label: string; readonly body: string }
     body: '{"title":"t","content":"c","constructor":{"prototype":{"polluted":true}}}',
   },
 ];
+
+/** Asserts that `value` as the title, and then as the content, is a 400 naming just that field. */
+async function expectRefusedAsEither(api: ApiClient, token: string, value: unknown): Promise<void> {
+  expectFieldErrors(await api.post(POSTS, { token, json: { title: value, content: "c" } }), POSTS, [
+    { field: "title" },
+  ]);
+  expectFieldErrors(await api.post(POSTS, { token, json: { title: "t", content: value } }), POSTS, [
+    { field: "content" },
+  ]);
+}
 
 /** §2: what a title and a content may be, on POST and on PATCH. */
 export const postValidationCases: readonly ConformanceCase[] = [
@@ -62,18 +71,7 @@ export const postValidationCases: readonly ConformanceCase[] = [
     name: 'a title or content that is not a string (123, true, ["x"], {}) → 400, never coerced',
     async run({ api, fixture }) {
       const writer = await fixture.register("notstring");
-      for (const value of NOT_STRINGS) {
-        expectFieldErrors(
-          await api.post(POSTS, { token: writer.token, json: { title: value, content: "c" } }),
-          POSTS,
-          [{ field: "title" }],
-        );
-        expectFieldErrors(
-          await api.post(POSTS, { token: writer.token, json: { title: "t", content: value } }),
-          POSTS,
-          [{ field: "content" }],
-        );
-      }
+      for (const value of NOT_STRINGS) await expectRefusedAsEither(api, writer.token, value);
       expectEqual((await fixture.postsOf(writer)).length, 0, `posts of user ${writer.id}`);
     },
   },
@@ -103,16 +101,7 @@ export const postValidationCases: readonly ConformanceCase[] = [
       const writer = await fixture.register("badchars");
       // JSON.stringify writes a lone surrogate as the escape "\ud800", which is what a client sends.
       for (const bad of ["a\u0000b", "\u0000", "x\ud800", "\udc00y", "\ud800"]) {
-        expectFieldErrors(
-          await api.post(POSTS, { token: writer.token, json: { title: bad, content: "c" } }),
-          POSTS,
-          [{ field: "title" }],
-        );
-        expectFieldErrors(
-          await api.post(POSTS, { token: writer.token, json: { title: "t", content: bad } }),
-          POSTS,
-          [{ field: "content" }],
-        );
+        await expectRefusedAsEither(api, writer.token, bad);
       }
       expectEqual((await fixture.postsOf(writer)).length, 0, `posts of user ${writer.id}`);
     },

@@ -1,4 +1,5 @@
 import type { ConformanceCase } from "../runner/conformance-case.js";
+import { POST_NOT_FOUND } from "../support/contract-messages.js";
 import {
   expectEmpty,
   expectEnvelope,
@@ -18,7 +19,6 @@ import { decodeHeader, decodePayload, INVALID_TOKEN } from "../support/token-for
 import { expectPageReply, expectUserReply } from "../support/wire-shapes.js";
 
 const section = "§3 Users";
-const NOT_FOUND = "게시글을 찾을 수 없습니다.";
 
 /** An address of exactly `length` characters: `local`, then domain labels of at most 63 letters. */
 function emailOfLength(local: string, length: number): string {
@@ -171,7 +171,7 @@ export const userCases: readonly ConformanceCase[] = [
       ];
       expectEmpty(await api.delete(USER, { token: user.token }), 204);
       fixture.forget(user);
-      for (const id of ids) expectText(await api.get(`${POSTS}/${id}`), 404, NOT_FOUND);
+      for (const id of ids) expectText(await api.get(`${POSTS}/${id}`), 404, POST_NOT_FOUND);
       const page = expectPageReply(await api.get(`${POSTS}?userId=${user.id}`));
       expectEqual(page.content, [], `the posts of user ${user.id}`);
       expectErrorJson(await api.get(USER, { token: user.token }));

@@ -16,6 +16,9 @@ export const POSTS = "/api/v1/posts";
 export const USER = "/api/v1/user";
 export const LOGIN = "/api/v1/user/login";
 
+/** Digits that name no post on any deployment: beyond every 64-bit id. */
+export const MISSING_POST_ID = "99999999999999999999";
+
 /**
  * The data one run makes on the deployment, and its removal. Every email is new to the
  * deployment (a random run id in it), every post belongs to a user of this run, and the

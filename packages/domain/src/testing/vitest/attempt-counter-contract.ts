@@ -53,16 +53,16 @@ export function attemptCounterContract(
 ): void {
   describe(name, () => {
     const fixture = useRepositoryFixture(open, options);
-    const test = (title: string, body: () => Promise<void>) => it(title, body, options.testTimeoutMs);
+    const spec = (title: string, body: () => Promise<void>) => it(title, body, options.testTimeoutMs);
     const counter = () => fixture().counter;
     const countsOf = async (keys: readonly string[], now: Date) =>
       Object.fromEntries(await counter().read(keys, now));
 
-    test("a first increment counts 1 in a window of windowMs from now", async () => {
+    spec("a first increment counts 1 in a window of windowMs from now", async () => {
       expect(await counter().increment(aKey(), MINUTE, T0)).toStrictEqual({ count: 1, resetAt: at(MINUTE) });
     });
 
-    test("increments within the window count up and keep the window's end, to the millisecond", async () => {
+    spec("increments within the window count up and keep the window's end, to the millisecond", async () => {
       const key = aKey();
       await counter().increment(key, MINUTE, T0);
       expect(await counter().increment(key, MINUTE, at(1))).toStrictEqual({ count: 2, resetAt: at(MINUTE) });
@@ -73,7 +73,7 @@ export function attemptCounterContract(
       });
     });
 
-    test("the window ends at resetAt exactly: the next increment starts a new one from 1", async () => {
+    spec("the window ends at resetAt exactly: the next increment starts a new one from 1", async () => {
       const key = aKey();
       await counter().increment(key, 1000, T0);
       await counter().increment(key, 1000, at(999));
@@ -85,7 +85,7 @@ export function attemptCounterContract(
       });
     });
 
-    test("50 concurrent increments of one key answer the counts 1 to 50, each exactly once", async () => {
+    spec("50 concurrent increments of one key answer the counts 1 to 50, each exactly once", async () => {
       const key = aKey("concurrent");
       const counts = await Promise.all(
         Array.from({ length: 50 }, () => counter().increment(key, MINUTE, T0)),
@@ -99,7 +99,7 @@ export function attemptCounterContract(
       expect(await countsOf([key], T0)).toStrictEqual({ [key]: { count: 50, resetAt: at(MINUTE) } });
     });
 
-    test("concurrent increments of one key as its window ends start exactly one new window", async () => {
+    spec("concurrent increments of one key as its window ends start exactly one new window", async () => {
       const key = aKey("concurrent-reset");
       await counter().increment(key, 1000, T0);
       const counts = await Promise.all(
@@ -111,7 +111,7 @@ export function attemptCounterContract(
       expect(await countsOf([key], at(1000))).toStrictEqual({ [key]: { count: 20, resetAt: at(2000) } });
     });
 
-    test("read answers the running counts of several keys in one call", async () => {
+    spec("read answers the running counts of several keys in one call", async () => {
       const [a, b] = [aKey("a"), aKey("b")];
       await counter().increment(a, MINUTE, T0);
       await counter().increment(b, 2 * MINUTE, at(10));
@@ -122,17 +122,20 @@ export function attemptCounterContract(
       });
     });
 
-    test("read leaves out keys never counted and keys whose window has ended, and answers nothing for no keys", async () => {
-      const [running, ended, never] = [aKey("running"), aKey("ended"), aKey("never")];
-      await counter().increment(running, MINUTE, T0);
-      await counter().increment(ended, 1000, T0);
-      expect(await countsOf([running, ended, never], at(1000))).toStrictEqual({
-        [running]: { count: 1, resetAt: at(MINUTE) },
-      });
-      expect(await countsOf([], T0)).toStrictEqual({});
-    });
+    spec(
+      "read leaves out keys never counted and keys whose window has ended, and answers nothing for no keys",
+      async () => {
+        const [running, ended, never] = [aKey("running"), aKey("ended"), aKey("never")];
+        await counter().increment(running, MINUTE, T0);
+        await counter().increment(ended, 1000, T0);
+        expect(await countsOf([running, ended, never], at(1000))).toStrictEqual({
+          [running]: { count: 1, resetAt: at(MINUTE) },
+        });
+        expect(await countsOf([], T0)).toStrictEqual({});
+      },
+    );
 
-    test("read changes nothing: no count, no window, no reset", async () => {
+    spec("read changes nothing: no count, no window, no reset", async () => {
       const [counted, never] = [aKey("counted"), aKey("never")];
       await counter().increment(counted, 1000, T0);
       for (let i = 0; i < 3; i++) await counter().read([counted, never], at(500));
@@ -148,7 +151,7 @@ export function attemptCounterContract(
       expect(await counter().increment(never, 1000, at(999))).toStrictEqual({ count: 1, resetAt: at(1999) });
     });
 
-    test("keys are independent, and compared exactly (case, spaces and non-ASCII text matter)", async () => {
+    spec("keys are independent, and compared exactly (case, spaces and non-ASCII text matter)", async () => {
       const base = aKey("Mixed Case 가");
       const keys = [base, base.toLowerCase(), ` ${base}`, `${base}:suffix`];
       for (let i = 0; i < 3; i++) await counter().increment(base, MINUTE, T0);
@@ -159,7 +162,7 @@ export function attemptCounterContract(
       });
     });
 
-    test("deleteExpired forgets only the windows that have ended, and says how many", async () => {
+    spec("deleteExpired forgets only the windows that have ended, and says how many", async () => {
       // Instants of 1990, when no other test's window has ended (see OpenAttemptCounter).
       const then = new Date("1990-01-01T00:00:00.000Z");
       const [endedEarly, endsNow, runs] = [aKey("ended-early"), aKey("ends-now"), aKey("runs")];

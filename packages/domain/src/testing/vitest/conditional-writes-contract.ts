@@ -8,11 +8,11 @@ const at = (offsetMs: number) => new Date(CREATED_AT.getTime() + offsetMs);
  * The post repository's conditional writes: `expectedVersions` on update and delete, checked
  * after not-found and not-author, atomically with the write. Part of `postRepositoryContract`.
  */
-export function conditionalWritesContract({ fixture, test, newAuthor, newPost }: PostContractContext): void {
+export function conditionalWritesContract({ fixture, spec, newAuthor, newPost }: PostContractContext): void {
   const stored = (id: number) => fixture().posts.findById(id);
 
   describe("conditional update", () => {
-    test("happens when the post is at an expected version, and answers the new version", async () => {
+    spec("happens when the post is at an expected version, and answers the new version", async () => {
       const author = await newAuthor();
       const post = await newPost(author, { createdAt: CREATED_AT });
       const first = await fixture().posts.update({
@@ -37,7 +37,7 @@ export function conditionalWritesContract({ fixture, test, newAuthor, newPost }:
       });
     });
 
-    test("fails with version-mismatch and changes nothing on a stale version", async () => {
+    spec("fails with version-mismatch and changes nothing on a stale version", async () => {
       const author = await newAuthor();
       const post = await newPost(author, { createdAt: CREATED_AT });
       const moved = await fixture().posts.update({
@@ -57,7 +57,7 @@ export function conditionalWritesContract({ fixture, test, newAuthor, newPost }:
       expect(await stored(post.id)).toStrictEqual(moved.ok ? moved.value : undefined);
     });
 
-    test("compares versions to the millisecond", async () => {
+    spec("compares versions to the millisecond", async () => {
       const author = await newAuthor();
       const post = await newPost(author, { createdAt: CREATED_AT });
       for (const near of [at(-1), at(1)]) {
@@ -74,7 +74,7 @@ export function conditionalWritesContract({ fixture, test, newAuthor, newPost }:
       expect(await stored(post.id)).toStrictEqual(post);
     });
 
-    test("an empty list of versions matches nothing", async () => {
+    spec("an empty list of versions matches nothing", async () => {
       const author = await newAuthor();
       const post = await newPost(author);
       expect(
@@ -89,7 +89,7 @@ export function conditionalWritesContract({ fixture, test, newAuthor, newPost }:
       expect(await stored(post.id)).toStrictEqual(post);
     });
 
-    test("decides not-found, then not-author, before the version", async () => {
+    spec("decides not-found, then not-author, before the version", async () => {
       const author = await newAuthor();
       const intruder = await newAuthor();
       const post = await newPost(author);
@@ -119,7 +119,7 @@ export function conditionalWritesContract({ fixture, test, newAuthor, newPost }:
       expect(await stored(post.id)).toStrictEqual(post);
     });
 
-    test("of several updates expecting one version at the same time, exactly one happens", async () => {
+    spec("of several updates expecting one version at the same time, exactly one happens", async () => {
       const author = await newAuthor();
       for (let round = 0; round < 3; round++) {
         const post = await newPost(author, { createdAt: CREATED_AT });
@@ -145,7 +145,7 @@ export function conditionalWritesContract({ fixture, test, newAuthor, newPost }:
   });
 
   describe("conditional delete", () => {
-    test("happens when the post is at an expected version", async () => {
+    spec("happens when the post is at an expected version", async () => {
       const author = await newAuthor();
       const post = await newPost(author);
       expect(
@@ -158,7 +158,7 @@ export function conditionalWritesContract({ fixture, test, newAuthor, newPost }:
       expect(await stored(post.id)).toBeUndefined();
     });
 
-    test("fails with version-mismatch and keeps the post on a stale version or an empty list", async () => {
+    spec("fails with version-mismatch and keeps the post on a stale version or an empty list", async () => {
       const author = await newAuthor();
       const post = await newPost(author, { createdAt: CREATED_AT });
       const moved = await fixture().posts.update({
@@ -175,7 +175,7 @@ export function conditionalWritesContract({ fixture, test, newAuthor, newPost }:
       expect(await stored(post.id)).toStrictEqual(moved.ok ? moved.value : undefined);
     });
 
-    test("decides not-found, then not-author, before the version", async () => {
+    spec("decides not-found, then not-author, before the version", async () => {
       const author = await newAuthor();
       const intruder = await newAuthor();
       const post = await newPost(author);
@@ -194,45 +194,51 @@ export function conditionalWritesContract({ fixture, test, newAuthor, newPost }:
       expect(await stored(post.id)).toStrictEqual(post);
     });
 
-    test("of several deletions expecting one version at the same time, one happens; the others find no post", async () => {
-      const author = await newAuthor();
-      const post = await newPost(author);
-      const results = await Promise.all(
-        Array.from({ length: 6 }, () =>
-          fixture().posts.delete({ id: post.id, authorId: author.id, expectedVersions: [post.updatedAt] }),
-        ),
-      );
-      expect(results.filter((result) => result.ok)).toHaveLength(1);
-      expect(results.filter((result) => !result.ok)).toEqual(
-        Array.from({ length: 5 }, () => ({ ok: false, error: "not-found" })),
-      );
-      expect(await stored(post.id)).toBeUndefined();
-    });
+    spec(
+      "of several deletions expecting one version at the same time, one happens; the others find no post",
+      async () => {
+        const author = await newAuthor();
+        const post = await newPost(author);
+        const results = await Promise.all(
+          Array.from({ length: 6 }, () =>
+            fixture().posts.delete({ id: post.id, authorId: author.id, expectedVersions: [post.updatedAt] }),
+          ),
+        );
+        expect(results.filter((result) => result.ok)).toHaveLength(1);
+        expect(results.filter((result) => !result.ok)).toEqual(
+          Array.from({ length: 5 }, () => ({ ok: false, error: "not-found" })),
+        );
+        expect(await stored(post.id)).toBeUndefined();
+      },
+    );
 
-    test("an update and a deletion expecting one version at the same time: one happens, the other says why not", async () => {
-      const author = await newAuthor();
-      for (let round = 0; round < 4; round++) {
-        const post = await newPost(author, { createdAt: CREATED_AT });
-        const expectedVersions = [post.updatedAt];
-        const [updated, deleted] = await Promise.all([
-          fixture().posts.update({
-            id: post.id,
-            authorId: author.id,
-            changes: { title: "racing" },
-            now: at(1),
-            expectedVersions,
-          }),
-          fixture().posts.delete({ id: post.id, authorId: author.id, expectedVersions }),
-        ]);
-        if (updated.ok) {
-          expect(deleted).toStrictEqual({ ok: false, error: "version-mismatch" });
-          expect(await stored(post.id)).toStrictEqual(updated.value);
-        } else {
-          expect(updated).toStrictEqual({ ok: false, error: "not-found" });
-          expect(deleted).toStrictEqual({ ok: true, value: undefined });
-          expect(await stored(post.id)).toBeUndefined();
+    spec(
+      "an update and a deletion expecting one version at the same time: one happens, the other says why not",
+      async () => {
+        const author = await newAuthor();
+        for (let round = 0; round < 4; round++) {
+          const post = await newPost(author, { createdAt: CREATED_AT });
+          const expectedVersions = [post.updatedAt];
+          const [updated, deleted] = await Promise.all([
+            fixture().posts.update({
+              id: post.id,
+              authorId: author.id,
+              changes: { title: "racing" },
+              now: at(1),
+              expectedVersions,
+            }),
+            fixture().posts.delete({ id: post.id, authorId: author.id, expectedVersions }),
+          ]);
+          if (updated.ok) {
+            expect(deleted).toStrictEqual({ ok: false, error: "version-mismatch" });
+            expect(await stored(post.id)).toStrictEqual(updated.value);
+          } else {
+            expect(updated).toStrictEqual({ ok: false, error: "not-found" });
+            expect(deleted).toStrictEqual({ ok: true, value: undefined });
+            expect(await stored(post.id)).toBeUndefined();
+          }
         }
-      }
-    });
+      },
+    );
   });
 }

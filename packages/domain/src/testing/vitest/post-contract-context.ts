@@ -8,8 +8,8 @@ import type { RepositoryFixture } from "./repository-fixture.js";
  */
 export interface PostContractContext {
   readonly fixture: () => RepositoryFixture;
-  /** Registers a test with the suite's time limit. */
-  readonly test: (title: string, body: () => Promise<void>) => void;
+  /** Registers one case of the suite (vitest's `it`) with the suite's time limit. */
+  readonly spec: (title: string, body: () => Promise<void>) => void;
   /** Stores a user with a fresh email. */
   readonly newAuthor: () => Promise<User>;
   /** Stores a post by `author`. */

@@ -70,7 +70,7 @@ export function postRepositoryContract(
 ): void {
   describe(name, () => {
     const fixture = useRepositoryFixture(open, options);
-    const test = (title: string, body: () => Promise<void>) => it(title, body, options.testTimeoutMs);
+    const spec = (title: string, body: () => Promise<void>) => it(title, body, options.testTimeoutMs);
 
     const newAuthor = () => aUser(fixture().users);
     const newPost = (
@@ -87,32 +87,35 @@ export function postRepositoryContract(
     };
 
     describe("create and findById", () => {
-      test("create answers the post with a new id, the text, createdAt as both timestamps and the author", async () => {
-        const author = await newAuthor();
-        const post = await fixture().posts.create({
-          authorId: author.id,
-          title: "제목",
-          content: "본문",
-          createdAt: CREATED_AT,
-        });
-        expect(post).toStrictEqual({
-          id: expect.any(Number),
-          title: "제목",
-          content: "본문",
-          createdAt: CREATED_AT,
-          updatedAt: CREATED_AT,
-          author: { id: author.id, email: author.email },
-        });
-        expect(Number.isSafeInteger(post?.id) && (post?.id ?? 0) > 0).toBe(true);
-      });
+      spec(
+        "create answers the post with a new id, the text, createdAt as both timestamps and the author",
+        async () => {
+          const author = await newAuthor();
+          const post = await fixture().posts.create({
+            authorId: author.id,
+            title: "제목",
+            content: "본문",
+            createdAt: CREATED_AT,
+          });
+          expect(post).toStrictEqual({
+            id: expect.any(Number),
+            title: "제목",
+            content: "본문",
+            createdAt: CREATED_AT,
+            updatedAt: CREATED_AT,
+            author: { id: author.id, email: author.email },
+          });
+          expect(Number.isSafeInteger(post?.id) && (post?.id ?? 0) > 0).toBe(true);
+        },
+      );
 
-      test("findById answers exactly what create answered", async () => {
+      spec("findById answers exactly what create answered", async () => {
         const author = await newAuthor();
         const post = await newPost(author, { title: "round", content: "trip" });
         expect(await stored(post.id)).toStrictEqual(post);
       });
 
-      test("keeps timestamps to the millisecond, without rounding or shifting", async () => {
+      spec("keeps timestamps to the millisecond, without rounding or shifting", async () => {
         const author = await newAuthor();
         for (const createdAt of [
           new Date("2026-11-22T10:15:30.001Z"),
@@ -132,7 +135,7 @@ export function postRepositoryContract(
         }
       });
 
-      test("gives every new post a larger id than the one before", async () => {
+      spec("gives every new post a larger id than the one before", async () => {
         const author = await newAuthor();
         const first = await newPost(author);
         const second = await newPost(author);
@@ -141,7 +144,7 @@ export function postRepositoryContract(
         expect(third.id).toBeGreaterThan(second.id);
       });
 
-      test("answers undefined and stores nothing when the author no longer exists", async () => {
+      spec("answers undefined and stores nothing when the author no longer exists", async () => {
         const author = await newAuthor();
         await fixture().users.delete(author.id);
         const post = await fixture().posts.create({
@@ -154,7 +157,7 @@ export function postRepositoryContract(
         expect(await fixture().posts.listPage({ limit: 10, authorId: author.id })).toEqual([]);
       });
 
-      test("findById answers undefined for an id no post has", async () => {
+      spec("findById answers undefined for an id no post has", async () => {
         expect(await stored(await goneId())).toBeUndefined();
         expect(await stored(Number.MAX_SAFE_INTEGER)).toBeUndefined();
       });
@@ -162,7 +165,7 @@ export function postRepositoryContract(
 
     describe("text is stored exactly as given", () => {
       for (const [label, text] of EXACT_TEXTS) {
-        test(`${label}: through create, findById, listPage and update`, async () => {
+        spec(`${label}: through create, findById, listPage and update`, async () => {
           const author = await newAuthor();
           const created = await newPost(author, { title: text, content: text });
           expect(created.title).toBe(text);
@@ -187,7 +190,7 @@ export function postRepositoryContract(
         });
       }
 
-      test("a 2 MiB content round-trips through create and update", async () => {
+      spec("a 2 MiB content round-trips through create and update", async () => {
         const author = await newAuthor();
         const post = await newPost(author, { content: LONG_CONTENT });
         expectSameText(post.content, LONG_CONTENT);
@@ -205,7 +208,7 @@ export function postRepositoryContract(
     });
 
     describe("listPage", () => {
-      test("lists newest first (id descending), each post in full", async () => {
+      spec("lists newest first (id descending), each post in full", async () => {
         const author = await newAuthor();
         const first = await newPost(author, { title: "first" });
         const second = await newPost(author, { title: "second" });
@@ -218,7 +221,7 @@ export function postRepositoryContract(
         ]);
       });
 
-      test("answers at most limit posts", async () => {
+      spec("answers at most limit posts", async () => {
         const author = await newAuthor();
         const posts = [];
         for (let i = 0; i < 5; i++) posts.push(await newPost(author));
@@ -235,7 +238,7 @@ export function postRepositoryContract(
         expect(ids(await fixture().posts.listPage({ limit: 2 }))).toEqual([p5, p4]);
       });
 
-      test("beforeId is exclusive: only posts with a smaller id", async () => {
+      spec("beforeId is exclusive: only posts with a smaller id", async () => {
         const author = await newAuthor();
         const first = await newPost(author);
         const second = await newPost(author);
@@ -252,7 +255,7 @@ export function postRepositoryContract(
         ).toEqual([]);
       });
 
-      test("beforeId need not name an existing post", async () => {
+      spec("beforeId need not name an existing post", async () => {
         const author = await newAuthor();
         const first = await newPost(author);
         const second = await newPost(author);
@@ -267,7 +270,7 @@ export function postRepositoryContract(
         ]);
       });
 
-      test("authorId keeps only that author's posts, newest first", async () => {
+      spec("authorId keeps only that author's posts, newest first", async () => {
         const a = await newAuthor();
         const b = await newAuthor();
         const a1 = await newPost(a);
@@ -284,7 +287,7 @@ export function postRepositoryContract(
         expect(ids(await fixture().posts.listPage({ limit: 2, authorId: a.id }))).toEqual([a3.id, a2.id]);
       });
 
-      test("authorId combines with beforeId, even when beforeId is another author's post", async () => {
+      spec("authorId combines with beforeId, even when beforeId is another author's post", async () => {
         const a = await newAuthor();
         const b = await newAuthor();
         const a1 = await newPost(a);
@@ -309,59 +312,65 @@ export function postRepositoryContract(
         ]);
       });
 
-      test("an author without posts, or an id nobody has, gives an empty list", async () => {
+      spec("an author without posts, or an id nobody has, gives an empty list", async () => {
         const author = await newAuthor();
         expect(await fixture().posts.listPage({ limit: 10, authorId: author.id })).toEqual([]);
         expect(await fixture().posts.listPage({ limit: 10, authorId: Number.MAX_SAFE_INTEGER })).toEqual([]);
       });
 
-      test("a keyset walk of one author visits every post once while posts are created between pages", async () => {
-        const author = await newAuthor();
-        const existing = [];
-        for (let i = 0; i < 7; i++) existing.push(await newPost(author));
-        const seen: number[] = [];
-        let beforeId: number | undefined;
-        for (let pages = 0; pages < 10; pages++) {
-          const page = await fixture().posts.listPage({
-            limit: 3,
-            authorId: author.id,
-            ...(beforeId === undefined ? {} : { beforeId }),
-          });
-          seen.push(...ids(page));
-          const last = page.at(-1);
-          if (page.length < 3 || last === undefined) break;
-          beforeId = last.id;
-          await newPost(author, { title: "created while walking" });
-        }
-        expect(seen).toEqual(ids(existing).reverse());
-      });
+      spec(
+        "a keyset walk of one author visits every post once while posts are created between pages",
+        async () => {
+          const author = await newAuthor();
+          const existing = [];
+          for (let i = 0; i < 7; i++) existing.push(await newPost(author));
+          const seen: number[] = [];
+          let beforeId: number | undefined;
+          for (let pages = 0; pages < 10; pages++) {
+            const page = await fixture().posts.listPage({
+              limit: 3,
+              authorId: author.id,
+              ...(beforeId === undefined ? {} : { beforeId }),
+            });
+            seen.push(...ids(page));
+            const last = page.at(-1);
+            if (page.length < 3 || last === undefined) break;
+            beforeId = last.id;
+            await newPost(author, { title: "created while walking" });
+          }
+          expect(seen).toEqual(ids(existing).reverse());
+        },
+      );
 
-      test("an unfiltered keyset walk visits every post once while posts are created between pages", async () => {
-        const a = await newAuthor();
-        const b = await newAuthor();
-        const existing = [];
-        for (let i = 0; i < 7; i++) existing.push(await newPost(i % 2 === 0 ? a : b));
-        const oldest = existing[0]?.id ?? 0;
-        const seen: number[] = [];
-        let beforeId: number | undefined;
-        // Older rows (earlier tests, other suites) may follow; stop once the walk passes ours.
-        for (let pages = 0; pages < 10; pages++) {
-          const page = await fixture().posts.listPage({
-            limit: 3,
-            ...(beforeId === undefined ? {} : { beforeId }),
-          });
-          seen.push(...ids(page).filter((id) => id >= oldest));
-          const last = page.at(-1);
-          if (page.length < 3 || last === undefined || last.id <= oldest) break;
-          beforeId = last.id;
-          await newPost(pages % 2 === 0 ? b : a, { title: "created while walking" });
-        }
-        expect(seen).toEqual(ids(existing).reverse());
-      });
+      spec(
+        "an unfiltered keyset walk visits every post once while posts are created between pages",
+        async () => {
+          const a = await newAuthor();
+          const b = await newAuthor();
+          const existing = [];
+          for (let i = 0; i < 7; i++) existing.push(await newPost(i % 2 === 0 ? a : b));
+          const oldest = existing[0]?.id ?? 0;
+          const seen: number[] = [];
+          let beforeId: number | undefined;
+          // Older rows (earlier tests, other suites) may follow; stop once the walk passes ours.
+          for (let pages = 0; pages < 10; pages++) {
+            const page = await fixture().posts.listPage({
+              limit: 3,
+              ...(beforeId === undefined ? {} : { beforeId }),
+            });
+            seen.push(...ids(page).filter((id) => id >= oldest));
+            const last = page.at(-1);
+            if (page.length < 3 || last === undefined || last.id <= oldest) break;
+            beforeId = last.id;
+            await newPost(pages % 2 === 0 ? b : a, { title: "created while walking" });
+          }
+          expect(seen).toEqual(ids(existing).reverse());
+        },
+      );
     });
 
     describe("update", () => {
-      test("changes only the title when only the title is given", async () => {
+      spec("changes only the title when only the title is given", async () => {
         const author = await newAuthor();
         const post = await newPost(author, { title: "old title", content: "old content" });
         const result = await fixture().posts.update({
@@ -375,7 +384,7 @@ export function postRepositoryContract(
         expect(await stored(post.id)).toStrictEqual(expected);
       });
 
-      test("changes only the content when only the content is given", async () => {
+      spec("changes only the content when only the content is given", async () => {
         const author = await newAuthor();
         const post = await newPost(author, { title: "old title", content: "old content" });
         const result = await fixture().posts.update({
@@ -389,7 +398,7 @@ export function postRepositoryContract(
         expect(await stored(post.id)).toStrictEqual(expected);
       });
 
-      test("changes both when both are given, and nothing else", async () => {
+      spec("changes both when both are given, and nothing else", async () => {
         const author = await newAuthor();
         const post = await newPost(author, { title: "old title", content: "old content" });
         const result = await fixture().posts.update({
@@ -403,7 +412,7 @@ export function postRepositoryContract(
         expect(await stored(post.id)).toStrictEqual(expected);
       });
 
-      test("leaves the author's other posts alone", async () => {
+      spec("leaves the author's other posts alone", async () => {
         const author = await newAuthor();
         const target = await newPost(author);
         const bystander = await newPost(author);
@@ -416,7 +425,7 @@ export function postRepositoryContract(
         expect(await stored(bystander.id)).toStrictEqual(bystander);
       });
 
-      test("fails with not-found for an id no post has, whoever asks", async () => {
+      spec("fails with not-found for an id no post has, whoever asks", async () => {
         const someone = await newAuthor();
         const id = await goneId();
         expect(
@@ -432,7 +441,7 @@ export function postRepositoryContract(
         ).toStrictEqual({ ok: false, error: "not-found" });
       });
 
-      test("fails with not-author and changes nothing when someone else asks", async () => {
+      spec("fails with not-author and changes nothing when someone else asks", async () => {
         const author = await newAuthor();
         const intruder = await newAuthor();
         const post = await newPost(author);
@@ -447,7 +456,7 @@ export function postRepositoryContract(
         expect(await stored(post.id)).toStrictEqual(post);
       });
 
-      test("stores now as updatedAt when the clock has moved past the previous updatedAt", async () => {
+      spec("stores now as updatedAt when the clock has moved past the previous updatedAt", async () => {
         const author = await newAuthor();
         const post = await newPost(author, { createdAt: CREATED_AT });
         await fixture().posts.update({
@@ -461,29 +470,32 @@ export function postRepositoryContract(
         expect(found?.createdAt.getTime()).toBe(CREATED_AT.getTime());
       });
 
-      test("moves updatedAt one millisecond on when now has not moved, so repeated writes strictly increase it", async () => {
-        const author = await newAuthor();
-        const post = await newPost(author, { createdAt: CREATED_AT });
-        const first = await fixture().posts.update({
-          id: post.id,
-          authorId: author.id,
-          changes: { title: "one" },
-          now: CREATED_AT,
-        });
-        const second = await fixture().posts.update({
-          id: post.id,
-          authorId: author.id,
-          changes: { title: "two" },
-          now: CREATED_AT,
-        });
-        expect(first.ok && first.value.updatedAt.getTime()).toBe(CREATED_AT.getTime() + 1);
-        expect(second.ok && second.value.updatedAt.getTime()).toBe(CREATED_AT.getTime() + 2);
-        const found = await stored(post.id);
-        expect(found?.updatedAt.getTime()).toBe(CREATED_AT.getTime() + 2);
-        expect(found?.createdAt.getTime()).toBe(CREATED_AT.getTime());
-      });
+      spec(
+        "moves updatedAt one millisecond on when now has not moved, so repeated writes strictly increase it",
+        async () => {
+          const author = await newAuthor();
+          const post = await newPost(author, { createdAt: CREATED_AT });
+          const first = await fixture().posts.update({
+            id: post.id,
+            authorId: author.id,
+            changes: { title: "one" },
+            now: CREATED_AT,
+          });
+          const second = await fixture().posts.update({
+            id: post.id,
+            authorId: author.id,
+            changes: { title: "two" },
+            now: CREATED_AT,
+          });
+          expect(first.ok && first.value.updatedAt.getTime()).toBe(CREATED_AT.getTime() + 1);
+          expect(second.ok && second.value.updatedAt.getTime()).toBe(CREATED_AT.getTime() + 2);
+          const found = await stored(post.id);
+          expect(found?.updatedAt.getTime()).toBe(CREATED_AT.getTime() + 2);
+          expect(found?.createdAt.getTime()).toBe(CREATED_AT.getTime());
+        },
+      );
 
-      test("moves updatedAt forward even when the clock is behind the previous updatedAt", async () => {
+      spec("moves updatedAt forward even when the clock is behind the previous updatedAt", async () => {
         const author = await newAuthor();
         const post = await newPost(author, { createdAt: CREATED_AT });
         await fixture().posts.update({
@@ -504,7 +516,7 @@ export function postRepositoryContract(
         expect(found?.createdAt.getTime()).toBe(CREATED_AT.getTime());
       });
 
-      test("keeps both fields when a title update and a content update run at the same time", async () => {
+      spec("keeps both fields when a title update and a content update run at the same time", async () => {
         const author = await newAuthor();
         for (let round = 0; round < 5; round++) {
           const post = await newPost(author, { title: "old title", content: "old content" });
@@ -537,7 +549,7 @@ export function postRepositoryContract(
     });
 
     describe("delete", () => {
-      test("removes the author's post: findById answers undefined and listings skip it", async () => {
+      spec("removes the author's post: findById answers undefined and listings skip it", async () => {
         const author = await newAuthor();
         const kept = await newPost(author);
         const doomed = await newPost(author);
@@ -550,7 +562,7 @@ export function postRepositoryContract(
         expect(await stored(kept.id)).toStrictEqual(kept);
       });
 
-      test("fails with not-found for an id no post has, and for a post deleted already", async () => {
+      spec("fails with not-found for an id no post has, and for a post deleted already", async () => {
         const author = await newAuthor();
         const post = await newPost(author);
         await fixture().posts.delete({ id: post.id, authorId: author.id });
@@ -566,7 +578,7 @@ export function postRepositoryContract(
         });
       });
 
-      test("fails with not-found, not not-author, when someone else names a post that is gone", async () => {
+      spec("fails with not-found, not not-author, when someone else names a post that is gone", async () => {
         const intruder = await newAuthor();
         expect(await fixture().posts.delete({ id: await goneId(), authorId: intruder.id })).toStrictEqual({
           ok: false,
@@ -574,7 +586,7 @@ export function postRepositoryContract(
         });
       });
 
-      test("fails with not-author and keeps the post when someone else asks", async () => {
+      spec("fails with not-author and keeps the post when someone else asks", async () => {
         const author = await newAuthor();
         const intruder = await newAuthor();
         const post = await newPost(author);
@@ -586,7 +598,7 @@ export function postRepositoryContract(
       });
     });
 
-    const context = { fixture, test, newAuthor, newPost };
+    const context = { fixture, spec, newAuthor, newPost };
     conditionalWritesContract(context);
     idempotentCreateContract(context);
     searchContract(context);

@@ -9,13 +9,13 @@ const ids = (posts: readonly Post[]) => posts.map((post) => post.id);
  * case ignored, every other character matching itself, in keyset pages combined with the other
  * filters. Part of `postRepositoryContract`.
  */
-export function searchContract({ fixture, test, newAuthor, newPost }: PostContractContext): void {
+export function searchContract({ fixture, spec, newAuthor, newPost }: PostContractContext): void {
   /** The posts of `author` whose title or content contains `search`, newest first. */
   const search = async (author: { readonly id: number }, text: string, more: { beforeId?: number } = {}) =>
     ids(await fixture().posts.listPage({ limit: 100, authorId: author.id, search: text, ...more }));
 
   describe("listPage with search", () => {
-    test("finds the text in the title or the content, newest first, each post in full", async () => {
+    spec("finds the text in the title or the content, newest first, each post in full", async () => {
       const author = await newAuthor();
       const inTitle = await newPost(author, { title: "a needle here", content: "nothing" });
       await newPost(author, { title: "nothing", content: "nothing" });
@@ -26,7 +26,7 @@ export function searchContract({ fixture, test, newAuthor, newPost }: PostContra
       ).toStrictEqual([inBoth, inContent, inTitle]);
     });
 
-    test("ignores the case of ASCII letters, in the text and in the search", async () => {
+    spec("ignores the case of ASCII letters, in the text and in the search", async () => {
       const author = await newAuthor();
       const lower = await newPost(author, { title: "hello world" });
       const upper = await newPost(author, { title: "x", content: "SAY HELLO" });
@@ -37,7 +37,7 @@ export function searchContract({ fixture, test, newAuthor, newPost }: PostContra
       }
     });
 
-    test("matches Korean and emoji exactly as written", async () => {
+    spec("matches Korean and emoji exactly as written", async () => {
       const author = await newAuthor();
       const greeting = await newPost(author, { title: "안녕하세요 여러분", content: "본문" });
       const farewell = await newPost(author, { title: "안녕히 가세요", content: "👍🏽 좋아요 😀" });
@@ -51,7 +51,7 @@ export function searchContract({ fixture, test, newAuthor, newPost }: PostContra
       expect(await search(author, "여러분!")).toEqual([]);
     });
 
-    test("matches %, _ and \\ as themselves, not as wildcards", async () => {
+    spec("matches %, _ and \\ as themselves, not as wildcards", async () => {
       const author = await newAuthor();
       const percent = await newPost(author, { title: "100% sure" });
       const plain = await newPost(author, { title: "100 sure" });
@@ -74,7 +74,7 @@ export function searchContract({ fixture, test, newAuthor, newPost }: PostContra
       expect(await search(author, "snake case")).toEqual([spaced.id]);
     });
 
-    test("matches quotes and SQL syntax as text", async () => {
+    spec("matches quotes and SQL syntax as text", async () => {
       const author = await newAuthor();
       const quoted = await newPost(author, { title: `it's "quoted"; -- drop` });
       expect(await search(author, "it's")).toEqual([quoted.id]);
@@ -82,7 +82,7 @@ export function searchContract({ fixture, test, newAuthor, newPost }: PostContra
       expect(await search(author, "' OR '1'='1")).toEqual([]);
     });
 
-    test("combines with the author filter and beforeId", async () => {
+    spec("combines with the author filter and beforeId", async () => {
       const a = await newAuthor();
       const b = await newAuthor();
       const a1 = await newPost(a, { title: "match one" });
@@ -104,7 +104,7 @@ export function searchContract({ fixture, test, newAuthor, newPost }: PostContra
       ]);
     });
 
-    test("searches everyone's posts without an author filter", async () => {
+    spec("searches everyone's posts without an author filter", async () => {
       // A word no other test writes, so that the unfiltered search sees only this test's posts.
       const word = `Zebra${Date.now().toString(36)}${Math.random().toString(36).slice(2, 8)}`;
       const a = await newAuthor();
@@ -121,32 +121,35 @@ export function searchContract({ fixture, test, newAuthor, newPost }: PostContra
       ]);
     });
 
-    test("a keyset walk of a search visits every match once while matching posts are created between pages", async () => {
-      const author = await newAuthor();
-      const matching = [];
-      for (let i = 0; i < 8; i++) {
-        const post = await newPost(author, { title: i % 3 === 0 ? "skip" : `Found ${i}` });
-        if (i % 3 !== 0) matching.push(post);
-      }
-      const seen: number[] = [];
-      let beforeId: number | undefined;
-      for (let pages = 0; pages < 10; pages++) {
-        const page = await fixture().posts.listPage({
-          limit: 2,
-          authorId: author.id,
-          search: "found",
-          ...(beforeId === undefined ? {} : { beforeId }),
-        });
-        seen.push(...ids(page));
-        const last = page.at(-1);
-        if (page.length < 2 || last === undefined) break;
-        beforeId = last.id;
-        await newPost(author, { title: "found while walking" });
-      }
-      expect(seen).toEqual(ids(matching).reverse());
-    });
+    spec(
+      "a keyset walk of a search visits every match once while matching posts are created between pages",
+      async () => {
+        const author = await newAuthor();
+        const matching = [];
+        for (let i = 0; i < 8; i++) {
+          const post = await newPost(author, { title: i % 3 === 0 ? "skip" : `Found ${i}` });
+          if (i % 3 !== 0) matching.push(post);
+        }
+        const seen: number[] = [];
+        let beforeId: number | undefined;
+        for (let pages = 0; pages < 10; pages++) {
+          const page = await fixture().posts.listPage({
+            limit: 2,
+            authorId: author.id,
+            search: "found",
+            ...(beforeId === undefined ? {} : { beforeId }),
+          });
+          seen.push(...ids(page));
+          const last = page.at(-1);
+          if (page.length < 2 || last === undefined) break;
+          beforeId = last.id;
+          await newPost(author, { title: "found while walking" });
+        }
+        expect(seen).toEqual(ids(matching).reverse());
+      },
+    );
 
-    test("finds text anywhere in a long content", async () => {
+    spec("finds text anywhere in a long content", async () => {
       const author = await newAuthor();
       const long = await newPost(author, { content: `${"가나다 lorem ipsum ".repeat(100_000)}the End` });
       await newPost(author, { content: "가나다 lorem ipsum" });

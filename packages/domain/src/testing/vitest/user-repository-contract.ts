@@ -33,10 +33,10 @@ export function userRepositoryContract(
 ): void {
   describe(name, () => {
     const fixture = useRepositoryFixture(open, options);
-    const test = (title: string, body: () => Promise<void>) => it(title, body, options.testTimeoutMs);
+    const spec = (title: string, body: () => Promise<void>) => it(title, body, options.testTimeoutMs);
 
     describe("create, findById and findByEmail", () => {
-      test("create answers the user with a new id and every field as given", async () => {
+      spec("create answers the user with a new id and every field as given", async () => {
         const email = anEmail();
         const created = await fixture().users.create({
           email,
@@ -51,13 +51,13 @@ export function userRepositoryContract(
         expect(Number.isSafeInteger(id) && id > 0).toBe(true);
       });
 
-      test("findById and findByEmail answer exactly what create answered", async () => {
+      spec("findById and findByEmail answer exactly what create answered", async () => {
         const user = await aUser(fixture().users, { passwordHash: PHC_HASH });
         expect(await fixture().users.findById(user.id)).toStrictEqual(user);
         expect(await fixture().users.findByEmail(user.email)).toStrictEqual(user);
       });
 
-      test("keeps createdAt to the millisecond", async () => {
+      spec("keeps createdAt to the millisecond", async () => {
         for (const createdAt of [
           new Date("2026-11-22T10:15:30.001Z"),
           new Date("2026-11-22T10:15:30.999Z"),
@@ -67,27 +67,27 @@ export function userRepositoryContract(
         }
       });
 
-      test("keeps a non-ASCII address exactly", async () => {
+      spec("keeps a non-ASCII address exactly", async () => {
         const email = anEmail("사용자");
         const user = await aUser(fixture().users, { email });
         expect(user.email).toBe(email);
         expect((await fixture().users.findByEmail(email))?.id).toBe(user.id);
       });
 
-      test("gives different users different ids", async () => {
+      spec("gives different users different ids", async () => {
         const first = await aUser(fixture().users);
         const second = await aUser(fixture().users);
         expect(second.id).not.toBe(first.id);
       });
 
-      test("answers undefined for an email or an id nobody has", async () => {
+      spec("answers undefined for an email or an id nobody has", async () => {
         expect(await fixture().users.findByEmail(anEmail("nobody"))).toBeUndefined();
         expect(await fixture().users.findById(Number.MAX_SAFE_INTEGER)).toBeUndefined();
       });
     });
 
     describe("unique emails", () => {
-      test("fails with email-taken for an email registered already, and keeps the first user", async () => {
+      spec("fails with email-taken for an email registered already, and keeps the first user", async () => {
         const first = await aUser(fixture().users);
         const again = await fixture().users.create({
           email: first.email,
@@ -98,7 +98,7 @@ export function userRepositoryContract(
         expect(await fixture().users.findByEmail(first.email)).toStrictEqual(first);
       });
 
-      test("treats an upper-case variant of a registered email as taken", async () => {
+      spec("treats an upper-case variant of a registered email as taken", async () => {
         const first = await aUser(fixture().users);
         const shouted = await fixture().users.create({
           email: first.email.toUpperCase(),
@@ -109,7 +109,7 @@ export function userRepositoryContract(
         expect(await fixture().users.findByEmail(first.email)).toStrictEqual(first);
       });
 
-      test("treats the lower-case form of a registered upper-case email as taken", async () => {
+      spec("treats the lower-case form of a registered upper-case email as taken", async () => {
         const lower = anEmail("upper");
         await aUser(fixture().users, { email: lower.toUpperCase() });
         const again = await fixture().users.create({
@@ -120,7 +120,7 @@ export function userRepositoryContract(
         expect(again).toStrictEqual({ ok: false, error: "email-taken" });
       });
 
-      test("frees the email once its user is deleted", async () => {
+      spec("frees the email once its user is deleted", async () => {
         const first = await aUser(fixture().users);
         await fixture().users.delete(first.id);
         const second = await fixture().users.create({
@@ -136,7 +136,7 @@ export function userRepositoryContract(
     });
 
     describe("delete", () => {
-      test("answers true and removes the user, then answers false", async () => {
+      spec("answers true and removes the user, then answers false", async () => {
         const user = await aUser(fixture().users);
         expect(await fixture().users.delete(user.id)).toBe(true);
         expect(await fixture().users.findById(user.id)).toBeUndefined();
@@ -144,11 +144,11 @@ export function userRepositoryContract(
         expect(await fixture().users.delete(user.id)).toBe(false);
       });
 
-      test("answers false for an id nobody has", async () => {
+      spec("answers false for an id nobody has", async () => {
         expect(await fixture().users.delete(Number.MAX_SAFE_INTEGER)).toBe(false);
       });
 
-      test("removes every post the user wrote and nobody else's", async () => {
+      spec("removes every post the user wrote and nobody else's", async () => {
         const leaving = await aUser(fixture().users);
         const staying = await aUser(fixture().users);
         const gone1 = await aPost(fixture().posts, leaving);
@@ -167,7 +167,7 @@ export function userRepositoryContract(
         expect(newest.map((post) => post.id).filter((id) => id >= gone1.id)).toEqual([kept.id]);
       });
 
-      test("leaves other users untouched", async () => {
+      spec("leaves other users untouched", async () => {
         const leaving = await aUser(fixture().users);
         const staying = await aUser(fixture().users);
         await fixture().users.delete(leaving.id);

@@ -1,8 +1,8 @@
-import { createPost, deleteMe, getMe } from "@posts/domain";
+import { createPost, deleteAccount, getMe } from "@posts/domain";
 import { aPost, aUser, inMemoryDependencies, principalOf } from "@posts/domain/testing";
 import { describe, expect, it } from "vitest";
 
-describe("deleteMe", () => {
+describe("deleteAccount", () => {
   it("removes the user and every post they wrote, and nobody else's", async () => {
     const deps = inMemoryDependencies();
     const leaving = await aUser(deps.users);
@@ -10,7 +10,7 @@ describe("deleteMe", () => {
     const mine = [await aPost(deps.posts, leaving), await aPost(deps.posts, leaving)];
     const theirs = await aPost(deps.posts, staying);
 
-    expect(await deleteMe(deps, principalOf(leaving))).toStrictEqual({ ok: true, value: undefined });
+    expect(await deleteAccount(deps, principalOf(leaving))).toStrictEqual({ ok: true, value: undefined });
 
     expect(await deps.users.findById(leaving.id)).toBeUndefined();
     for (const post of mine) expect(await deps.posts.findById(post.id)).toBeUndefined();
@@ -21,8 +21,8 @@ describe("deleteMe", () => {
   it("fails with user-gone when the account was deleted already", async () => {
     const deps = inMemoryDependencies();
     const user = await aUser(deps.users);
-    await deleteMe(deps, principalOf(user));
-    expect(await deleteMe(deps, principalOf(user))).toStrictEqual({
+    await deleteAccount(deps, principalOf(user));
+    expect(await deleteAccount(deps, principalOf(user))).toStrictEqual({
       ok: false,
       error: { kind: "user-gone" },
     });
@@ -31,7 +31,7 @@ describe("deleteMe", () => {
   it("leaves the token's holder unable to read their account or write posts", async () => {
     const deps = inMemoryDependencies();
     const user = await aUser(deps.users);
-    await deleteMe(deps, principalOf(user));
+    await deleteAccount(deps, principalOf(user));
     expect(await getMe(deps, principalOf(user))).toStrictEqual({ ok: false, error: { kind: "user-gone" } });
     expect(await createPost(deps, { principal: principalOf(user), title: "t", content: "c" })).toStrictEqual({
       ok: false,

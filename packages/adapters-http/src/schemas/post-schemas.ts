@@ -1,13 +1,11 @@
 import {
   DEFAULT_PAGE_SIZE,
   MAX_PAGE_SIZE,
-  type Post,
   SEARCH_MAX_CODE_POINTS,
   TITLE_MAX_CODE_POINTS,
 } from "@posts/domain";
 import { type Static, Type } from "typebox";
-import { TimestampSchema } from "../errors/error-schemas.js";
-import type { TimestampFormatter } from "../http/timestamp-formatter.js";
+import { ID_PATTERN, TimestampSchema } from "./common-schemas.js";
 
 /** A post on the wire (CONTRACT §1). Closed: the serializer writes these properties and nothing else. */
 export const PostSchema = Type.Object(
@@ -117,7 +115,7 @@ export const RESPONSE_HEADERS = {
 } as const;
 
 /** The `:id` path parameter. GET answers 404 and PATCH/DELETE 403 for anything but digits. */
-export const PostIdParamsSchema = Type.Object({ id: Type.String({ pattern: "^[0-9]+$" }) });
+export const PostIdParamsSchema = Type.Object({ id: Type.String({ pattern: ID_PATTERN }) });
 
 const Title = Type.String({
   minLength: 1,
@@ -134,15 +132,3 @@ export const PostChangesBodySchema = Type.Object({
   title: Type.Optional(Type.Union([Title, Type.Null()])),
   content: Type.Optional(Type.Union([Content, Type.Null()])),
 });
-
-/** Maps a domain post to its wire form. */
-export function toPostJson(post: Post, format: TimestampFormatter): PostJson {
-  return {
-    id: post.id,
-    title: post.title,
-    content: post.content,
-    createdAt: format(post.createdAt),
-    updatedAt: format(post.updatedAt),
-    user: { id: post.author.id, email: post.author.email },
-  };
-}

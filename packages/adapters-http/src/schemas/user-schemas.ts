@@ -1,7 +1,6 @@
-import { EMAIL_MAX_LENGTH, PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH, type PublicUser } from "@posts/domain";
+import { EMAIL_MAX_LENGTH, PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH } from "@posts/domain";
 import { type Static, Type } from "typebox";
-import { TimestampSchema } from "../errors/error-schemas.js";
-import type { TimestampFormatter } from "../http/timestamp-formatter.js";
+import { TimestampSchema } from "./common-schemas.js";
 
 /** Body of registration and login. Documentation only: the domain validates it. */
 export const CredentialsBodySchema = Type.Object({
@@ -31,8 +30,3 @@ export const LoginSchema = Type.Object(
   },
   { additionalProperties: false },
 );
-
-/** Maps a user's public view to its wire form. */
-export function toUserJson(user: PublicUser, format: TimestampFormatter): UserJson {
-  return { id: user.id, email: user.email, createdAt: format(user.createdAt) };
-}

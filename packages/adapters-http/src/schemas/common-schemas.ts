@@ -1,0 +1,24 @@
+import { Type } from "typebox";
+
+/** The wire pattern of every timestamp (CONTRACT §1). */
+export const TIMESTAMP_PATTERN = "^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}$";
+
+/** A local date-time in the service's time zone, always with milliseconds. */
+export const TimestampSchema = Type.String({
+  pattern: TIMESTAMP_PATTERN,
+  description: "Local date-time in the service's time zone (APP_TIME_ZONE), yyyy-MM-ddTHH:mm:ss.SSS",
+  examples: ["2026-11-22T10:15:30.123"],
+});
+
+/**
+ * What a `:id` path segment must be for a route to look it up: ASCII digits only. The schema,
+ * the 403 guard of PATCH/DELETE and the 404 of GET all test this one pattern.
+ */
+export const ID_PATTERN = "^[0-9]+$";
+
+/** Whether a raw `:id` path segment matches {@link ID_PATTERN}. */
+export function isDigitId(id: string): boolean {
+  return ID.test(id);
+}
+
+const ID = new RegExp(ID_PATTERN);

@@ -1,0 +1,78 @@
+import type { Post, PostPageQuery } from "@posts/domain";
+import { parseInt8 } from "../../connection/type-parsers.js";
+import type { PostCache } from "../post-cache.js";
+import { type PostRow, toPost } from "../post-row.js";
+import type { ListedRow, ReadStatements } from "./read-statements.js";
+
+/**
+ * Reads pages with a {@link PostCache}: while recent pages were mostly cached, a page lists only
+ * its posts' ids and versions and reads in full just the posts the cache lacks at those versions;
+ * otherwise it reads the page in full and takes the cached object for each post the cache holds at
+ * its version. Either way the posts a page lists are the same objects from one page to the next,
+ * and a page's posts are stored only when the cache admits the page. Every statement is one of
+ * {@link ReadStatements}, so a hot standby may answer it.
+ */
+export class CachedPages {
+  readonly #cache: PostCache;
+  readonly #reads: ReadStatements;
+
+  constructor(cache: PostCache, reads: ReadStatements) {
+    this.#cache = cache;
+    this.#reads = reads;
+  }
+
+  /** `PostRepository.listPage` through the cache. */
+  async listPage(query: PostPageQuery): Promise<readonly Post[]> {
+    const cache = this.#cache;
+    const { values, inFull, listing } = this.#reads.page(query);
+    // U+0000 cannot occur in a search, so the key tells every page apart.
+    const admitted = cache.admits(
+      `${query.limit}\u0000${query.beforeId}\u0000${query.authorId}\u0000${query.search}`,
+    );
+    if (!cache.readsThrough) return preferCached(cache, await inFull(values), admitted);
+
+    const listed = await listing(values);
+    const posts: (Post | undefined)[] = [];
+    let missing: number[] | undefined;
+    for (const row of listed) {
+      const id = parseInt8(row.id);
+      const post = cache.lookUp(id, row.updated_at.getTime());
+      if (post === undefined) {
+        missing ??= [];
+        missing.push(id);
+      }
+      posts.push(post);
+    }
+    cache.notePage(missing === undefined);
+    if (missing === undefined) return posts as Post[];
+    const rows = await this.#reads.byIds({ ids: missing });
+    // A post deleted between the two statements leaves a hole: read the page again, whole.
+    if (rows.length < missing.length) return (await inFull(values)).map(toPost);
+    const read = new Map<number, Post>();
+    for (const row of rows) {
+      // Possibly a newer version than listed, if it changed in between: as a page read a moment later.
+      const post = toPost(row);
+      if (admitted) cache.store(post);
+      read.set(post.id, post);
+    }
+    return posts.map((post, i) => post ?? (read.get(parseInt8((listed[i] as ListedRow).id)) as Post));
+  }
+}
+
+/**
+ * The posts of a page read in full, each the cached object when the cache holds that version;
+ * the others are stored when the page is `admitted` (see `PostCache.admits`).
+ */
+function preferCached(cache: PostCache, rows: readonly PostRow[], admitted: boolean): Post[] {
+  let allCached = true;
+  const posts = rows.map((row) => {
+    const cached = cache.lookUp(parseInt8(row.id), row.updated_at.getTime());
+    if (cached !== undefined) return cached;
+    allCached = false;
+    const post = toPost(row);
+    if (admitted) cache.store(post);
+    return post;
+  });
+  cache.notePage(allCached);
+  return posts;
+}

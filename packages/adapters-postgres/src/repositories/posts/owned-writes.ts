@@ -1,0 +1,198 @@
+import {
+  type ExpectedVersions,
+  err,
+  type OwnedWriteFailure,
+  ok,
+  type Post,
+  type PostDeletion,
+  type PostUpdate,
+  type Result,
+} from "@posts/domain";
+import { type Kysely, type RawBuilder, sql } from "kysely";
+import { parseInt8 } from "../../connection/type-parsers.js";
+import type { Database } from "../../schema/database.js";
+import { type PostRow, toPost } from "../post-row.js";
+import { type PreparedStatement, prepare } from "../prepare.js";
+
+/** What an owned write (update, delete) learns in its one statement; no row when no post had the id. */
+interface OwnedWriteRow {
+  /** The author of the post the id named when the statement started. */
+  readonly owner_id: number;
+  /** The post's version (updated_at) when the statement started. */
+  readonly seen_version: Date;
+  /**
+   * Whether the post was still there after a conditional write of its author, at an expected
+   * version when the statement started, lost the row to a concurrent write (which then moved its
+   * version on); false in every other case.
+   */
+  readonly remains: boolean;
+}
+
+/** An update's answer: the post as changed, or nulls when it did not change. */
+type UpdateRow = OwnedWriteRow & { readonly [K in keyof PostRow]: PostRow[K] | null };
+
+/** A delete's answer: the id of the post removed, or null when none was. */
+type DeleteRow = OwnedWriteRow & { readonly deleted_id: number | null };
+
+/** An update's values; an absent field or no expected versions is `null`. */
+interface UpdateValues {
+  readonly id: number;
+  readonly authorId: number;
+  readonly title: string | null;
+  readonly content: string | null;
+  readonly now: string;
+  /** The expected versions, as ISO 8601 instants; `null` for an unconditional update. */
+  readonly versions: readonly string[] | null;
+}
+
+/** A deletion's values; `versions` as in {@link UpdateValues}. */
+interface DeleteValues {
+  readonly id: number;
+  readonly authorId: number;
+  readonly versions: readonly string[] | null;
+}
+
+/**
+ * The writes of one author to one existing post (update, delete), each one statement on the
+ * primary, atomic on its own, and the diagnosis of one that changed nothing. Never routed to a
+ * standby: a write and what decides it read the primary. Change events need nothing here: the
+ * posts table's trigger writes each write's event in the write's own transaction, so a write and
+ * its event commit together or not at all.
+ */
+export class OwnedWrites {
+  readonly #update: PreparedStatement<UpdateValues, UpdateRow>;
+  readonly #delete: PreparedStatement<DeleteValues, DeleteRow>;
+
+  // One statement each, whichever fields change and whether versions are expected: an absent
+  // field keeps its value (COALESCE) and no versions match any; for an update by primary key
+  // this plans and runs as the statements written for each case did (bench/RESULTS.md).
+  constructor(db: Kysely<Database>) {
+    this.#update = prepare(db, (p: UpdateValues) =>
+      // UPDATE locks the row and, under concurrency, re-reads its newest version and re-checks the
+      // WHERE on it before assigning, with the newest values of the fields it keeps: so a
+      // concurrent change of the other field survives (there is no read-modify-write of the whole
+      // post), and of several writers expecting one version exactly one finds it.
+      // updated_at is nextUpdatedAt(previous, now) from the domain, on the locked row: stored
+      // timestamps have millisecond precision, so "now if later, else previous + 1 ms".
+      sql<UpdateRow>`
+        WITH target AS (
+          SELECT id, user_id, updated_at FROM posts WHERE id = ${p.id}
+        ), updated AS (
+          UPDATE posts AS p
+          SET title = COALESCE(${p.title}::text, p.title),
+              content = COALESCE(${p.content}::text, p.content),
+              updated_at = GREATEST(${p.now}::timestamptz, p.updated_at + interval '1 millisecond')
+          FROM target
+          WHERE p.id = target.id AND target.user_id = ${p.authorId} AND ${versionMatches(p.versions)}
+          RETURNING p.id, p.title, p.content, p.created_at, p.updated_at, p.user_id
+        ), ${remainsAfterLostRace(p, sql`updated`)}
+        SELECT target.user_id AS owner_id, target.updated_at AS seen_version,
+               EXISTS (SELECT FROM remains) AS remains,
+               updated.id, updated.title, updated.content, updated.created_at, updated.updated_at,
+               users.id AS author_id, users.email AS author_email
+        FROM target
+        LEFT JOIN updated ON true
+        LEFT JOIN users ON users.id = updated.user_id`.compile(db),
+    );
+
+    this.#delete = prepare(db, (p: DeleteValues) =>
+      sql<DeleteRow>`
+        WITH target AS (
+          SELECT id, user_id, updated_at FROM posts WHERE id = ${p.id}
+        ), deleted AS (
+          DELETE FROM posts AS p USING target
+          WHERE p.id = target.id AND target.user_id = ${p.authorId} AND ${versionMatches(p.versions)}
+          RETURNING p.id
+        ), ${remainsAfterLostRace(p, sql`deleted`)}
+        SELECT target.user_id AS owner_id, target.updated_at AS seen_version,
+               EXISTS (SELECT FROM remains) AS remains, deleted.id AS deleted_id
+        FROM target LEFT JOIN deleted ON true`.compile(db),
+    );
+  }
+
+  /** `PostRepository.update`. */
+  async update(update: PostUpdate): Promise<Result<Post, OwnedWriteFailure>> {
+    const { title, content } = update.changes;
+    const versions = isoInstants(update.expectedVersions);
+    const [row] = await this.#update({
+      id: update.id,
+      authorId: update.authorId,
+      title: title ?? null,
+      content: content ?? null,
+      now: update.now.toISOString(),
+      versions,
+    });
+    if (row === undefined) return err("not-found");
+    if (!changed(row)) return err(whyNot(row, update));
+    return ok(toPost(row));
+  }
+
+  /** `PostRepository.delete`. */
+  async delete(target: PostDeletion): Promise<Result<void, OwnedWriteFailure>> {
+    const versions = isoInstants(target.expectedVersions);
+    const [row] = await this.#delete({
+      id: target.id,
+      authorId: target.authorId,
+      versions,
+    });
+    if (row === undefined) return err("not-found");
+    if (row.deleted_id !== null) return ok(undefined);
+    return err(whyNot(row, target));
+  }
+}
+
+/**
+ * Why an owned write that found the post changed nothing, from its statement's one row: someone
+ * else's post; or, for the author, a version none of the expected ones, or a concurrent write that
+ * got the row lock first and deleted the post (which is the same as never having found it) or
+ * moved its version.
+ */
+function whyNot(
+  row: OwnedWriteRow,
+  target: { readonly authorId: number; readonly expectedVersions?: ExpectedVersions },
+): OwnedWriteFailure {
+  if (parseInt8(row.owner_id) !== target.authorId) return "not-author";
+  const expected = target.expectedVersions;
+  // Nothing but a deletion stops an unconditional write of the author.
+  if (expected === undefined) return "not-found";
+  const seen = row.seen_version.getTime();
+  if (!expected.some((version) => version.getTime() === seen)) return "version-mismatch";
+  // The version matched when the statement began, and a concurrent write came first.
+  return row.remains ? "version-mismatch" : "not-found";
+}
+
+/** The version check of an owned write: none without expected versions, else one of them. */
+function versionMatches(versions: readonly string[] | null): RawBuilder<boolean> {
+  return sql<boolean>`(${versions}::timestamptz[] IS NULL OR p.updated_at = ANY(${versions}::timestamptz[]))`;
+}
+
+/**
+ * The CTE `remains` of an owned write: after the write (`written`, its CTE) changed nothing
+ * although the author's post was at an expected version when the statement began (it lost the
+ * row lock to a concurrent write, committed by now), the post as it stands once that write
+ * committed, if it still exists. Locking the row (the weakest lock) is what makes this read see
+ * past the statement's snapshot, the way the write itself did; in every other case its scan never
+ * runs. So the statement alone tells a post deleted under the write from one moved on.
+ */
+function remainsAfterLostRace(
+  p: { readonly id: number; readonly authorId: number; readonly versions: readonly string[] | null },
+  written: RawBuilder<unknown>,
+): RawBuilder<unknown> {
+  return sql`remains AS (
+          SELECT posts.id FROM posts
+          WHERE posts.id = ${p.id}
+            AND NOT EXISTS (SELECT FROM ${written})
+            AND EXISTS (SELECT FROM target WHERE target.user_id = ${p.authorId}
+                                             AND target.updated_at = ANY(${p.versions}::timestamptz[]))
+          FOR KEY SHARE
+        )`;
+}
+
+/** The expected versions as parameters, `null` for an unconditional write. */
+function isoInstants(versions: ExpectedVersions | undefined): readonly string[] | null {
+  return versions === undefined ? null : versions.map((version) => version.toISOString());
+}
+
+function changed(row: UpdateRow): row is UpdateRow & PostRow {
+  return row.id !== null;
+}

@@ -1,0 +1,213 @@
+import { MAX_PAGE_SIZE, type PostPageQuery } from "@posts/domain";
+import { type Kysely, type NotNull, type SelectQueryBuilder, sql } from "kysely";
+import type { RunStatement } from "../../connection/direct-statements.js";
+import type { Database } from "../../schema/database.js";
+import type { PostRow } from "../post-row.js";
+import { type PreparedStatement, prepare } from "../prepare.js";
+import { bothVariants, type Variants, variant } from "./variants.js";
+
+/** What a post statement selects of the post itself, in the shape of {@link PostRow}. */
+const POST_COLUMNS_WITHOUT_AUTHOR_EMAIL = [
+  "posts.id",
+  "posts.title",
+  "posts.content",
+  "posts.created_at",
+  "posts.updated_at",
+  "posts.user_id as author_id",
+] as const;
+
+/** What a post statement joined with users selects, in the shape of {@link PostRow}. */
+const POST_COLUMNS = [...POST_COLUMNS_WITHOUT_AUTHOR_EMAIL, "users.email as author_email"] as const;
+
+/** What a page lists when read through the cache: each post's id and version. */
+export interface ListedRow {
+  readonly id: number;
+  readonly updated_at: Date;
+}
+
+/** A page query with the search turned into an ILIKE pattern. */
+export interface PageValues {
+  readonly limit: number;
+  readonly beforeId?: number;
+  readonly authorId?: number;
+  readonly pattern?: string;
+}
+
+/** The statements of one page query, with the values to run them with. */
+export interface PageReading {
+  readonly values: PageValues;
+  /** The page's posts in full, in one statement. */
+  readonly inFull: PreparedStatement<PageValues, PostRow>;
+  /** Only the ids and versions of the page's posts (see `CachedPages`). */
+  readonly listing: PreparedStatement<PageValues, ListedRow>;
+}
+
+/** The statements of a page, in full and as ids and versions, by `beforeId`, then `authorId`, then search. */
+interface PageStatements {
+  readonly inFull: Variants<Variants<Variants<PreparedStatement<PageValues, PostRow>>>>;
+  readonly listing: Variants<Variants<Variants<PreparedStatement<PageValues, ListedRow>>>>;
+}
+
+/**
+ * Selects a post's columns in the shape of {@link PostRow}, the author's email as a scalar
+ * subquery rather than a join: with a join, a cursor near the end of the index (few rows
+ * estimated below it) could make the planner hash the whole users table and sort
+ * (bench/RESULTS.md); this way each row costs one users_pkey lookup whatever the estimates.
+ * The foreign key guarantees the user.
+ */
+function withAuthorEmail(query: SelectQueryBuilder<Database, "posts", object>) {
+  return query
+    .select((eb) => [
+      ...POST_COLUMNS_WITHOUT_AUTHOR_EMAIL,
+      eb
+        .selectFrom("users")
+        .select("users.email")
+        .whereRef("users.id", "=", "posts.user_id")
+        .as("author_email"),
+    ])
+    .$narrowType<{ author_email: NotNull }>();
+}
+
+/** The ILIKE pattern (with `ESCAPE '\'`) of "contains `search`", its wildcards matching themselves. */
+function containsPattern(search: string): string {
+  return `%${search.replace(/[\\%_]/g, "\\$&")}%`;
+}
+
+/**
+ * The post repository's reads that a hot standby may answer: one post by id, and pages (listed
+ * in full, as ids and versions, or by ids for the cached pages). Nothing here locks, writes or
+ * decides a write, so each statement may see a slightly older snapshot than the primary's and
+ * still answer what the port promises of a read. Every statement is compiled once (a page's per
+ * page size, on first use) and runs through `run` when given, else on the database's own pool.
+ */
+export class ReadStatements {
+  /** `PostRepository.findById`'s statement. */
+  readonly findById: PreparedStatement<{ id: number }, PostRow>;
+  /** The posts of the given ids, in no order: the cached pages' second statement. */
+  readonly byIds: PreparedStatement<{ ids: readonly number[] }, PostRow>;
+  readonly #forSize = new Map<number, PageStatements>();
+  readonly #anySize: PageStatements;
+  readonly #db: Kysely<Database>;
+  readonly #run: RunStatement | undefined;
+
+  /** `run`: where these statements go outside a transaction; the primary's pool when absent. */
+  constructor(db: Kysely<Database>, run?: RunStatement) {
+    this.#db = db;
+    this.#run = run;
+    const on = { run };
+    this.findById = prepare(
+      db,
+      (p: { id: number }) =>
+        db
+          .selectFrom("posts")
+          .innerJoin("users", "users.id", "posts.user_id")
+          .select(POST_COLUMNS)
+          .where("posts.id", "=", p.id)
+          .compile(),
+      on,
+    );
+    this.byIds = prepare(
+      db,
+      (p: { ids: readonly number[] }) =>
+        withAuthorEmail(db.selectFrom("posts"))
+          .where(sql<boolean>`posts.id = ANY(${p.ids}::int8[])`)
+          .compile(),
+      on,
+    );
+    this.#anySize = this.#pageStatements(undefined);
+  }
+
+  /** The statements of the page `query` asks for, and the values to run them with. */
+  page(query: PostPageQuery): PageReading {
+    const { search, ...rest } = query;
+    const values: PageValues = search === undefined ? rest : { ...rest, pattern: containsPattern(search) };
+    const before = variant(query.beforeId);
+    const byAuthor = variant(query.authorId);
+    const searching = variant(search);
+    const statements = this.#forLimit(query.limit);
+    return {
+      values,
+      inFull: statements.inFull[before][byAuthor][searching],
+      listing: statements.listing[before][byAuthor][searching],
+    };
+  }
+
+  #forLimit(limit: number): PageStatements {
+    if (!(Number.isSafeInteger(limit) && limit >= 1 && limit <= MAX_PAGE_SIZE + 1)) return this.#anySize;
+    let statements = this.#forSize.get(limit);
+    if (statements === undefined) {
+      statements = this.#pageStatements(limit);
+      this.#forSize.set(limit, statements);
+    }
+    return statements;
+  }
+
+  // Keyset pagination: the primary key (or the (user_id, id desc) index with an author)
+  // finds the first row below the cursor directly, so a deep page costs what the first does.
+  // A search is answered from the trigram indexes on title and content (a bitmap of the
+  // candidate rows, rechecked), whose cost follows the matches, not the table, or, for a term
+  // in most posts, by walking the primary key until a page is found; which one depends on the
+  // term, so a search statement is planned for its values every time (unnamed): a generic plan
+  // would walk the whole table for a rare term, or build a bitmap of every post for a common one.
+  // The limit is written into the statement, not bound: with LIMIT $n PostgreSQL cannot price a
+  // generic plan and plans the statement afresh at every execution (bench/RESULTS.md). So there
+  // is a set of statements per page size, made on first use; sizes are few (1 to 100).
+  #pageStatements(limit: number | undefined): PageStatements {
+    const db = this.#db;
+    const run = this.#run;
+    const filtered = <Q extends SelectQueryBuilder<Database, "posts", object>>(
+      query: Q,
+      p: Required<PageValues>,
+      before: boolean,
+      byAuthor: boolean,
+      searching: boolean,
+    ): Q =>
+      query
+        .$if(before, (q) => q.where("posts.id", "<", p.beforeId))
+        .$if(byAuthor, (q) => q.where("posts.user_id", "=", p.authorId))
+        .$if(searching, (q) =>
+          q.where(
+            sql<boolean>`(posts.title ILIKE ${p.pattern} ESCAPE '\\' OR posts.content ILIKE ${p.pattern} ESCAPE '\\')`,
+          ),
+        )
+        .orderBy("posts.id", "desc") as Q;
+    const limited = <Q extends SelectQueryBuilder<Database, "posts", object>>(
+      query: Q,
+      p: Required<PageValues>,
+    ) => (limit === undefined ? query.limit(p.limit) : query.limit(sql.lit(limit))) as Q;
+    const page = (before: boolean, byAuthor: boolean, searching: boolean) =>
+      prepare(
+        db,
+        (p: Required<PageValues>) =>
+          limited(
+            filtered(withAuthorEmail(db.selectFrom("posts")), p, before, byAuthor, searching),
+            p,
+          ).compile(),
+        { named: !searching, run },
+      );
+    const listing = (before: boolean, byAuthor: boolean, searching: boolean) =>
+      prepare(
+        db,
+        (p: Required<PageValues>) =>
+          limited(
+            filtered(
+              db.selectFrom("posts").select(["posts.id", "posts.updated_at"]),
+              p,
+              before,
+              byAuthor,
+              searching,
+            ),
+            p,
+          ).compile(),
+        { named: !searching, run },
+      );
+    return {
+      inFull: bothVariants((before) =>
+        bothVariants((byAuthor) => bothVariants((searching) => page(before, byAuthor, searching))),
+      ),
+      listing: bothVariants((before) =>
+        bothVariants((byAuthor) => bothVariants((searching) => listing(before, byAuthor, searching))),
+      ),
+    };
+  }
+}

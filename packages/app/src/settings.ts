@@ -1,0 +1,234 @@
+/**
+ * Every environment variable the service reads, declared once: its name, type, default, bounds
+ * and meaning. `loadConfig` reads the environment through this schema (`readSettings`), and the
+ * settings table of `packages/app/README.md` is generated from it
+ * (`pnpm --filter @posts/app settings:table`); a test fails when the README and the schema differ.
+ *
+ * Adding a setting is one entry below, placed where the README should list it (problems are
+ * reported in this order too), then using it:
+ *
+ *   EXAMPLE_TIMEOUT_MS: Type.Integer({
+ *     default: 5000, minimum: 1, maximum: MAX_TIMER_MS,
+ *     description: "what it changes, for an operator reading the README",
+ *   }),
+ *
+ * `settings.EXAMPLE_TIMEOUT_MS` is then a number in `loadConfig`, which puts it into `AppConfig`.
+ * Then run `pnpm --filter @posts/app settings:table`.
+ *
+ * What an entry may say (standard JSON Schema keywords, and a few of ours):
+ * - `Type.Integer` (digits only; `minimum`, `maximum`, `multipleOf`), `Type.Boolean` (`true`,
+ *   `false`, `1`, `0`), `Type.Enum` (a choice, case ignored), `Type.String`,
+ *   `Type.Array(Type.String())` (a comma-separated list; blanks between commas ignored), or a
+ *   `Type.Union` of those, tried in order.
+ * - `default`: the value when the variable is unset or blank; without one, wrap the entry in
+ *   `Type.Optional` and say what unset means in `unset` (shown in the README's Default column).
+ * - `format`: a check of text, one of {@link SETTING_FORMATS}; `must` then says in words what the
+ *   value must be, for the problem reported and the README.
+ * - `minBytes`: the shortest text in UTF-8 bytes (keys); `must` says how to make a good one.
+ * - `verbatim`: taken as given, surrounding spaces included (the value is a key's bytes).
+ * - `secret`: never echoed in a problem (it may hold a password).
+ */
+import { DEFAULT_IDEMPOTENCY_TTL_MS } from "@posts/domain";
+import { type Static, Type } from "typebox";
+
+/** setTimeout's ceiling in milliseconds; a larger delay fires at once. */
+export const MAX_TIMER_MS = 2_147_483_647;
+/** A century in milliseconds: now plus more would soon leave the range of a JavaScript Date. */
+export const MAX_IDEMPOTENCY_TTL_MS = 3_153_600_000_000;
+const MIB = 1_048_576;
+
+/**
+ * The JWT key length floor of CONTRACT §4, the same as the HTTP adapter's `MIN_SECRET_BYTES`
+ * (a test holds them equal). Not imported from there: refusing a bad configuration should not
+ * cost loading the whole web stack first.
+ */
+export const MIN_JWT_SECRET_BYTES = 32;
+
+/** The checks of text a setting's `format` may name; `readSettings` applies them. */
+export const SETTING_FORMATS = ["postgres-url", "time-zone", "proxy-address", "origin", "nats-urls"] as const;
+
+const KEY_ADVICE = `at least ${MIN_JWT_SECRET_BYTES} bytes (generate one with: openssl rand -base64 48)`;
+
+/** The environment variables, in the order the README lists them. */
+export const SETTINGS = Type.Object({
+  PORT: Type.Integer({
+    default: 8080,
+    minimum: 0,
+    maximum: 65535,
+    description: "listen port; `0` picks a free port (the log says which)",
+  }),
+  HOST: Type.String({ default: "0.0.0.0", description: "listen address" }),
+  DATABASE_URL: Type.Optional(
+    Type.String({
+      format: "postgres-url",
+      must: "a URL of the form postgres://user:password@host:5432/database",
+      secret: true,
+      unset: "unset",
+      description:
+        "the PostgreSQL server (`postgres://` or `postgresql://`); unset = embedded PostgreSQL (PGlite) in `DATA_DIR/pglite`",
+    }),
+  ),
+  DATA_DIR: Type.String({ default: "./data", description: "embedded database and generated JWT key" }),
+  JWT_SECRET: Type.Optional(
+    Type.String({
+      minBytes: MIN_JWT_SECRET_BYTES,
+      must: KEY_ADVICE,
+      verbatim: true,
+      unset: "unset",
+      description:
+        "HS256 key every token is signed with (shorter: refused). Required with `DATABASE_URL`. Unset in embedded mode: a random key is generated once into `DATA_DIR/jwt-secret` (mode 0600) and reused; the log says so, never the key",
+    }),
+  ),
+  JWT_PREVIOUS_SECRETS: Type.Array(Type.String({ minBytes: MIN_JWT_SECRET_BYTES, must: KEY_ADVICE }), {
+    default: [],
+    description:
+      "keys tokens were signed with before `JWT_SECRET`, still accepted until those tokens expire (see *Rotating the token key* below); never used to sign. Each taken without surrounding spaces",
+  }),
+  JWT_ISSUER: Type.String({
+    default: "posts-service",
+    description: "`iss` claim; tokens naming another are refused",
+  }),
+  JWT_TTL_MS: Type.Integer({
+    default: 86_400_000,
+    minimum: 1000,
+    multipleOf: 1000,
+    // A JWT's iat and exp are whole seconds, so exp = iat + ttl only holds for whole seconds.
+    must: "a whole number of seconds in milliseconds (a multiple of 1000)",
+    description: "token lifetime",
+  }),
+  BODY_LIMIT: Type.Integer({
+    default: 16_777_216,
+    minimum: 1024,
+    description: "largest request body, bytes",
+  }),
+  APP_TIME_ZONE: Type.String({
+    default: "UTC",
+    format: "time-zone",
+    must: "an IANA time zone name such as UTC or Asia/Seoul",
+    description: "zone of every timestamp on the wire (`asia/seoul` is read as `Asia/Seoul`)",
+  }),
+  LOG_LEVEL: Type.Enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"], {
+    default: "info",
+    description: "pino level of the JSON lines on stdout",
+  }),
+  MIGRATE_ON_START: Type.Boolean({ default: true, description: "run the migrations before listening" }),
+  DB_POOL_SIZE: Type.Integer({
+    default: 10,
+    minimum: 1,
+    maximum: 1000,
+    description: "connections to a PostgreSQL server",
+  }),
+  DB_CONNECT_TIMEOUT_MS: Type.Integer({
+    default: 3000,
+    minimum: 1,
+    maximum: MAX_TIMER_MS,
+    description: "wait for a connection before the request fails with 503",
+  }),
+  DB_STATEMENT_TIMEOUT_MS: Type.Integer({
+    default: 5000,
+    minimum: 1,
+    maximum: MAX_TIMER_MS,
+    description:
+      "server-side statement timeout; a connection with no answer one second past it (a stalled network) is closed, not reused, and the request gets 503",
+  }),
+  DB_NAMED_STATEMENTS: Type.Boolean({
+    default: true,
+    description:
+      "run the repositories' statements as named prepared statements, parsed once per connection; `false` sends every statement unnamed: set it behind PgBouncer in transaction (or statement) mode unless PgBouncer is 1.21 or later with `max_prepared_statements` above 0",
+  }),
+  DB_STARTUP_TIMEOUT_MS: Type.Integer({
+    default: 30_000,
+    minimum: 0,
+    maximum: MAX_TIMER_MS,
+    description: "how long start-up retries an unreachable database before exiting 1",
+  }),
+  GRACE_PERIOD_MS: Type.Integer({
+    default: 10_000,
+    minimum: 1,
+    maximum: MAX_TIMER_MS,
+    description: "how long SIGTERM waits for requests in flight before exiting 1",
+  }),
+  TRUST_PROXY: Type.Union(
+    [Type.Integer({ minimum: 0 }), Type.Boolean(), Type.Array(Type.String({ format: "proxy-address" }))],
+    {
+      default: false,
+      must: "true, false, a number of hops, or a comma-separated list of IP addresses, CIDR ranges or loopback/linklocal/uniquelocal",
+      description: "whose `X-Forwarded-*` headers are believed",
+    },
+  ),
+  CORS_ORIGINS: Type.Array(Type.String({ format: "origin" }), {
+    default: [],
+    must: "a comma-separated list of origins such as https://app.example.com (scheme and host, optional port, no path or trailing slash)",
+    description: "browser origins allowed by CORS; none = no CORS headers",
+  }),
+  LOGIN_THROTTLE_MAX: Type.Optional(
+    Type.Integer({
+      minimum: 1,
+      unset: "`10`",
+      description:
+        "failed logins per email per window (5× that per client address; registrations refused as duplicates count per address too, apart), then 429. Counted in the database: every instance sees the same counts, a restart keeps them",
+    }),
+  ),
+  LOGIN_THROTTLE_WINDOW_MS: Type.Optional(
+    Type.Integer({
+      minimum: 1,
+      maximum: MAX_TIMER_MS,
+      unset: "`60000`",
+      description: "the window of `LOGIN_THROTTLE_MAX`",
+    }),
+  ),
+  METRICS: Type.Boolean({
+    default: true,
+    description: "serve Prometheus metrics at `GET /metrics`; `false` when nothing should scrape this port",
+  }),
+  NATS_URL: Type.Optional(
+    Type.String({
+      format: "nats-urls",
+      must: "a NATS server URL such as nats://127.0.0.1:4222, or a comma-separated list of them",
+      secret: true,
+      unset: "unset",
+      description:
+        "`nats://[user:password@]host:4222` (or `tls://`, or a comma list of a cluster's servers): relay every change event to the JetStream stream `POSTS`, one instance publishing at a time; unset = no relay. Never logged",
+    }),
+  ),
+  IDEMPOTENCY_TTL_MS: Type.Integer({
+    default: DEFAULT_IDEMPOTENCY_TTL_MS,
+    minimum: 1,
+    maximum: MAX_IDEMPOTENCY_TTL_MS,
+    description:
+      "how long an `Idempotency-Key` of `POST /api/v1/posts` is remembered; past it the same key creates a new post",
+  }),
+  POST_CACHE_MAX_BYTES: Type.Integer({
+    default: 36 * MIB,
+    minimum: 0,
+    description:
+      "memory for the posts that list and search pages read again (below); `0` turns the cache off. Counted as each post's text twice (it and its JSON) at one byte a character for Latin-1 text and two otherwise, plus 760 bytes: about 1.6 KiB for a post of 400 characters, so the default (36 MiB) holds about 22,000 such posts",
+  }),
+  POST_CACHE_MAX_POST_BYTES: Type.Integer({
+    default: MIB,
+    minimum: 1,
+    description: "a post counted larger than this is never cached (a content may be 16 MiB)",
+  }),
+  HTTP_REQUEST_TIMEOUT_MS: Type.Integer({
+    default: 30_000,
+    minimum: 1,
+    maximum: MAX_TIMER_MS,
+    description: "longest a whole request, body included, may take to arrive (slow clients get 408)",
+  }),
+  HTTP_CONNECTION_TIMEOUT_MS: Type.Integer({
+    default: 60_000,
+    minimum: 1,
+    maximum: MAX_TIMER_MS,
+    description: "longest a socket may stay idle",
+  }),
+  HTTP_KEEP_ALIVE_TIMEOUT_MS: Type.Integer({
+    default: 72_000,
+    minimum: 1,
+    maximum: MAX_TIMER_MS,
+    description:
+      "how long an idle keep-alive connection stays open; above a load balancer's idle timeout (often 60 s), so that it closes first",
+  }),
+});
+
+/** The settings as read from the environment: every one with a default is present. */
+export type Settings = Static<typeof SETTINGS>;

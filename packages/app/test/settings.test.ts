@@ -1,0 +1,93 @@
+import { readFile } from "node:fs/promises";
+import { DEFAULT_IDEMPOTENCY_TTL_MS } from "@posts/domain";
+import { type TSchema, Type } from "typebox";
+import { describe, expect, it } from "vitest";
+import { loadConfig } from "../src/config.js";
+import { SETTING_FORMATS, SETTINGS } from "../src/settings.js";
+import { settingsTable, TABLE_END, TABLE_START, withSettingsTable } from "../src/settings-table.js";
+
+const README = new URL("../README.md", import.meta.url);
+// Each entry as JSON Schema with the keywords these tests read; TypeBox's types name fewer.
+const entries = Object.entries(SETTINGS.properties) as [string, TSchema & Setting][];
+
+interface Setting {
+  readonly description?: string;
+  readonly default?: unknown;
+  readonly minimum?: number;
+  readonly maximum?: number;
+  readonly multipleOf?: number;
+}
+
+function problems(env: Record<string, string>): readonly string[] {
+  const result = loadConfig(env);
+  return result.ok ? [] : result.error;
+}
+
+describe("the settings schema", () => {
+  it("is what the README's settings table says, row for row (pnpm --filter @posts/app settings:table)", async () => {
+    const readme = await readFile(README, "utf8");
+    const table = readme.slice(readme.indexOf(TABLE_START) + TABLE_START.length, readme.indexOf(TABLE_END));
+    expect(table.trim()).toBe(settingsTable());
+    expect(withSettingsTable(readme)).toBe(readme);
+  });
+
+  it("lists every setting in the table, once", () => {
+    const names = [...settingsTable().matchAll(/^\| `([A-Z_]+)` \|/gm)].map((match) => match[1]);
+    expect(names).toEqual(entries.map(([name]) => name));
+  });
+
+  it("refuses a README that lost its markers rather than leaving it stale", () => {
+    expect(() => withSettingsTable("# no table here")).toThrow(/markers/);
+  });
+
+  it("says what every setting means", () => {
+    for (const [name, schema] of entries) {
+      expect({ name, description: typeof schema.description }).toEqual({ name, description: "string" });
+    }
+  });
+
+  it("names in `format` only the checks readSettings has", () => {
+    const formats = [...JSON.stringify(SETTINGS).matchAll(/"format":"([^"]+)"/g)].map((match) => match[1]);
+    expect(formats.length).toBeGreaterThan(0);
+    for (const format of formats) expect(SETTING_FORMATS).toContain(format);
+  });
+
+  it("keeps the domain's idempotency key lifetime as its default", () => {
+    const [, idempotencyTtl] = entries.find(([name]) => name === "IDEMPOTENCY_TTL_MS") ?? [];
+    expect(idempotencyTtl?.default).toBe(DEFAULT_IDEMPOTENCY_TTL_MS);
+  });
+});
+
+describe("loadConfig, held to the schema's bounds", () => {
+  const integers = entries.filter(([, schema]) => Type.IsInteger(schema));
+
+  it.each(integers)(
+    "%s: accepts its bounds and refuses one past them, in the schema's words",
+    (name, schema) => {
+      const { minimum = 0, maximum, multipleOf = 1 } = schema;
+      const range = maximum === undefined ? `at least ${minimum}` : `from ${minimum} to ${maximum}`;
+      const refusal = (value: number) => `${name} must be a whole number ${range}, got "${value}".`;
+      expect(problems({ [name]: String(Math.ceil(minimum / multipleOf) * multipleOf) })).toEqual([]);
+      if (minimum > 0) expect(problems({ [name]: String(minimum - 1) })).toEqual([refusal(minimum - 1)]);
+      if (maximum !== undefined) {
+        expect(problems({ [name]: String(maximum) })).toEqual([]);
+        expect(problems({ [name]: String(maximum + 1) })).toEqual([refusal(maximum + 1)]);
+      }
+      expect(problems({ [name]: "12abc" })).toEqual([expect.stringMatching(new RegExp(`^${name} must be`))]);
+    },
+  );
+
+  const booleans = entries.filter(([, schema]) => Type.IsBoolean(schema)).map(([name]) => name);
+
+  it.each(booleans)("%s: reads true, false, 1 and 0, and refuses anything else", (name) => {
+    for (const value of ["true", "FALSE", "1", "0"]) expect(problems({ [name]: value })).toEqual([]);
+    expect(problems({ [name]: "maybe" })).toEqual([`${name} must be true or false, got "maybe".`]);
+  });
+
+  it("reports the problems of several settings in the schema's order, whatever the environment's", () => {
+    const names = ["METRICS", "PORT", "LOG_LEVEL", "JWT_TTL_MS"];
+    const found = problems(Object.fromEntries(names.map((name) => [name, "nonsense"])));
+    const order = entries.map(([name]) => name).filter((name) => names.includes(name));
+    expect(found.map((problem) => problem.split(" ")[0])).toEqual(order);
+  });
+});
