@@ -59,6 +59,25 @@ module.exports = {
       to: { couldNotResolve: true },
     },
     {
+      name: "opentelemetry-stays-in-tracing",
+      comment:
+        "Only packages/app/src/tracing/ imports OpenTelemetry; the domain and the adapters know nothing of it.",
+      severity: "error",
+      from: { path: "^packages/[^/]+/src/", pathNot: "^packages/app/src/tracing/" },
+      to: { path: "node_modules/(@opentelemetry|@fastify/otel)/" },
+    },
+    {
+      name: "tracing-loads-only-when-on",
+      comment:
+        "The tracing set-up is imported dynamically, once traces are on: with them off, OpenTelemetry is never loaded.",
+      severity: "error",
+      from: { path: "^packages/app/src/", pathNot: "^packages/app/src/tracing/" },
+      to: {
+        path: "^packages/app/src/tracing/(start-tracing|use-case-spans)\\.ts$",
+        dependencyTypesNot: ["dynamic-import", "type-only"],
+      },
+    },
+    {
       name: "no-circular",
       severity: "error",
       from: {},

@@ -2,7 +2,7 @@
 import "reflect-metadata";
 import type { HttpAppOptions } from "@posts/adapters-http";
 import { DEFAULT_LOGIN_THROTTLE, JwtTokenIssuer } from "@posts/adapters-http";
-import type { DatabaseHandle } from "@posts/adapters-postgres";
+import type { DatabaseHandle, PostCacheView } from "@posts/adapters-postgres";
 import {
   isDatabaseUnavailable,
   PostCache,
@@ -129,7 +129,8 @@ export function createContainer(seeds: ContainerSeeds): DependencyContainer {
     useFactory: instanceCachingFactory<HttpAppOptions>((c) => {
       const config = c.resolve(TOKENS.config);
       const database = c.resolve(TOKENS.database);
-      const postCache = c.resolve(TOKENS.postCache);
+      // The HTTP app sees only what the cache holds and its counts.
+      const postCache: PostCacheView | undefined = c.resolve(TOKENS.postCache);
       return {
         deps: c.resolve(TOKENS.dependencies),
         jwt: {

@@ -12,4 +12,6 @@ export { createLogger, REDACTED_PATHS } from "./create-logger.js";
 export type { StoredJwtSecret } from "./load-or-create-jwt-secret.js";
 export { loadOrCreateJwtSecret } from "./load-or-create-jwt-secret.js";
 export { migrate } from "./migrate.js";
+export type { ServeExtras } from "./serve.js";
 export { serve } from "./serve.js";
+export { TRACE_EXPORTERS, tracingWanted } from "./tracing/tracing-wanted.js";

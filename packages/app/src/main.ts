@@ -1,5 +1,6 @@
 import { loadConfig } from "./config.js";
 import { createLogger } from "./create-logger.js";
+import { tracingWanted } from "./tracing/tracing-wanted.js";
 
 const USAGE = `Usage: node packages/app/dist/main.js [command]
 
@@ -28,9 +29,11 @@ async function main(args: readonly string[]): Promise<void> {
   }
 
   const loaded = loadConfig(process.env);
-  if (!loaded.ok) {
+  const traces = tracingWanted(process.env);
+  if (!loaded.ok || !traces.ok) {
     // Plain text on stderr: this is read by a person at a terminal or in a deploy log.
-    const list = loaded.error.map((problem) => `  - ${problem}`).join("\n");
+    const problems = [...(loaded.ok ? [] : loaded.error), ...(traces.ok ? [] : traces.error)];
+    const list = problems.map((problem) => `  - ${problem}`).join("\n");
     console.error(`posts: refusing to start; the configuration has problems:\n${list}`);
     process.exitCode = 1;
     return;
@@ -42,10 +45,13 @@ async function main(args: readonly string[]): Promise<void> {
   if (command === "migrate") {
     const { migrate } = await import("./migrate.js");
     process.exitCode = await migrate(config, logger);
-  } else {
-    const { serve } = await import("./serve.js");
-    await serve(config, logger);
+    return;
   }
+  // With traces off, OpenTelemetry is never loaded: no patched module, no hook, no cost. With
+  // them on, it starts before serve.js loads pg and builds Fastify, which it must see first.
+  const tracing = traces.value ? (await import("./tracing/start-tracing.js")).startTracing() : undefined;
+  const { serve } = await import("./serve.js");
+  await serve(config, logger, { tracing });
 }
 
 await main(process.argv.slice(2));

@@ -16,6 +16,12 @@ interface Resource {
   close(): Promise<void>;
 }
 
+/** What `main` may have started before the service, for `serve` to stop with it. */
+export interface ServeExtras {
+  /** OpenTelemetry, when traces are on; shut down after everything else, flushing its spans. */
+  readonly tracing?: { shutdown(): Promise<void> } | undefined;
+}
+
 /**
  * Runs the service until a signal stops it. Nothing listens before the database has answered
  * and the migrations have run: start-up opens the database, waits for it (bounded by
@@ -28,8 +34,14 @@ interface Resource {
  * a second signal, it exits 1 at once. An unhandled rejection or uncaught exception is logged
  * and closes the service the same way, exiting 1.
  */
-export async function serve(config: AppConfig, logger: Logger): Promise<void> {
+export async function serve(config: AppConfig, logger: Logger, extras: ServeExtras = {}): Promise<void> {
   const resources: Resource[] = [];
+  // First in, so closed last: the spans of the last requests are exported before the exit.
+  const { tracing } = extras;
+  if (tracing !== undefined) {
+    resources.push({ name: "trace exporter", close: () => tracing.shutdown() });
+    logger.info("traces on: exported as the OTEL_* variables say");
+  }
   const startup = new AbortController();
 
   const closeAll = async () => {
