@@ -10,6 +10,7 @@ import { clientErrorHandler } from "./errors/client-error-handler.js";
 import { envelopeBuilder, envelopeSender } from "./errors/error-envelope.js";
 import { errorHandler } from "./errors/error-handler.js";
 import { notFoundBeforeBody, notFoundHandler } from "./errors/not-found-handler.js";
+import { rendererFor } from "./events/cloud-event.js";
 import { gracefulClose } from "./http/graceful-close.js";
 import { jsonObjectValidatorCompiler } from "./http/json-object-validator-compiler.js";
 import { lingeringClose } from "./http/lingering-close.js";
@@ -20,6 +21,7 @@ import type { HttpAppOptions } from "./http-app-options.js";
 import { metrics } from "./operations/metrics.js";
 import { openApi } from "./operations/openapi.js";
 import { operationalRoutes } from "./operations/operational-routes.js";
+import { eventRoutes } from "./routes/event-routes.js";
 import { postEntityTags } from "./routes/post-entity-tags.js";
 import { postRoutes } from "./routes/post-routes.js";
 import { postSerializer } from "./routes/post-serializer.js";
@@ -121,6 +123,17 @@ export async function buildHttpApp(options: HttpAppOptions): Promise<FastifyInst
     serializer: postSerializer(format, options.postCache),
   };
   await app.register(operationalRoutes, { sendEnvelope, checkReady: options.checkReady, retryAfterSeconds });
+  if (options.changeEvents !== undefined) {
+    await app.register(eventRoutes, {
+      log: options.changeEvents,
+      render: rendererFor(format),
+      sendEnvelope,
+      ...(options.eventStreamHeartbeatMs === undefined
+        ? {}
+        : { heartbeatMs: options.eventStreamHeartbeatMs }),
+      onError: (error) => app.log.error({ err: error }, "reading the change event log failed"),
+    });
+  }
   await app.register(postRoutes, context);
   await app.register(userRoutes, {
     ...context,

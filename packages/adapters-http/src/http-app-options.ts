@@ -1,4 +1,4 @@
-import type { AttemptCounter, Dependencies, Post } from "@posts/domain";
+import type { AttemptCounter, ChangeEventLog, Dependencies, Post } from "@posts/domain";
 import type { FastifyServerOptions } from "fastify";
 import type { ThrottleSettings } from "./auth/failure-throttle.js";
 
@@ -116,4 +116,11 @@ export interface HttpAppOptions {
   readonly timeouts?: HttpTimeouts;
   /** Retry-After, in seconds, of 503 answers. Default 5. */
   readonly retryAfterSeconds?: number;
+  /**
+   * The log GET /api/v1/posts/events serves (CONTRACT §12). Absent: the path is no route of its
+   * own (GET answers as for a non-numeric post id).
+   */
+  readonly changeEvents?: ChangeEventLog;
+  /** How often an open event stream gets a keep-alive comment, in ms. Default and most 15 000. */
+  readonly eventStreamHeartbeatMs?: number;
 }

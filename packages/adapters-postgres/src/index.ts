@@ -6,6 +6,7 @@ export {
 export type { DatabaseEngine, DatabaseHandle } from "./connection/database-handle.js";
 export type { RunStatement } from "./connection/direct-statements.js";
 export { isDatabaseUnavailable } from "./connection/is-database-unavailable.js";
+export type { NotificationListener, Notifications } from "./connection/notifications.js";
 export type { PoolStats } from "./connection/pool-for-kysely.js";
 export { parseInt8, parseTimestamptz } from "./connection/type-parsers.js";
 export {
@@ -24,6 +25,12 @@ export {
 } from "./repositories/post-cache.js";
 export { PostgresAttemptCounter } from "./repositories/postgres-attempt-counter.js";
 export {
+  CHANGED_CHANNEL,
+  NUMBERED_CHANNEL,
+  PostgresChangeEventLog,
+  type PostgresChangeEventLogOptions,
+} from "./repositories/postgres-change-event-log.js";
+export {
   PostgresPostRepository,
   type PostgresPostRepositoryOptions,
 } from "./repositories/postgres-post-repository.js";
@@ -35,6 +42,7 @@ export type {
   AttemptCountsTable,
   Database,
   IdempotencyKeysTable,
+  PostEventsTable,
   PostsTable,
   Timestamp,
   UsersTable,

@@ -81,6 +81,8 @@ export interface AppConfig {
   readonly natsUrl?: string;
   /** How long an idempotency key of POST /api/v1/posts is remembered, in milliseconds. */
   readonly idempotencyTtlMs: number;
+  /** How long change events are kept at least, in milliseconds, before the sweep forgets them. */
+  readonly eventsRetentionMs: number;
   /**
    * The posts kept in memory for list and search pages: at most `maxBytes` (estimated), none
    * larger than `maxPostBytes`. `maxBytes` 0 turns the cache off.
@@ -164,6 +166,7 @@ function configFrom(s: Settings): AppConfig {
     metrics: s.METRICS,
     ...(s.NATS_URL === undefined ? {} : { natsUrl: s.NATS_URL }),
     idempotencyTtlMs: s.IDEMPOTENCY_TTL_MS,
+    eventsRetentionMs: s.EVENTS_RETENTION_MS,
     postCache: { maxBytes: s.POST_CACHE_MAX_BYTES, maxPostBytes: s.POST_CACHE_MAX_POST_BYTES },
     http: {
       requestTimeoutMs: s.HTTP_REQUEST_TIMEOUT_MS,

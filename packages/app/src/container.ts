@@ -7,6 +7,7 @@ import {
   isDatabaseUnavailable,
   PostCache,
   PostgresAttemptCounter,
+  PostgresChangeEventLog,
   PostgresPostRepository,
   PostgresUserRepository,
 } from "@posts/adapters-postgres";
@@ -54,6 +55,11 @@ export const TOKENS = {
   postRepository: Symbol("PostRepository") as InjectionToken<PostRepository>,
   userRepository: Symbol("UserRepository") as InjectionToken<UserRepository>,
   attemptCounter: Symbol("AttemptCounter") as InjectionToken<AttemptCounter>,
+  /**
+   * Every change of a post, numbered for the whole service (CONTRACT §12). Started by `serve`
+   * before the server listens (it listens for notifications and runs the sequencer), closed after.
+   */
+  changeEvents: Symbol("ChangeEventLog") as InjectionToken<PostgresChangeEventLog>,
   /** Every table of rows that expire, swept by the `ExpirySweeper`. */
   expirySweeps: Symbol("ExpirySweeps") as InjectionToken<readonly ExpirySweep[]>,
   dependencies: Symbol("Dependencies") as InjectionToken<Dependencies>,
@@ -95,13 +101,29 @@ export function createContainer(seeds: ContainerSeeds): DependencyContainer {
   container.register(TOKENS.attemptCounter, {
     useFactory: instanceCachingFactory((c) => new PostgresAttemptCounter(c.resolve(TOKENS.database).db)),
   });
+  container.register(TOKENS.changeEvents, {
+    useFactory: instanceCachingFactory((c) => {
+      const database = c.resolve(TOKENS.database);
+      const logger = c.resolve(TOKENS.logger);
+      return new PostgresChangeEventLog(database.db, {
+        ...(database.notifications === undefined ? {} : { notifications: database.notifications }),
+        onError: (error) => logger.error({ err: error }, "numbering change events failed; retrying"),
+      });
+    }),
+  });
   container.register(TOKENS.expirySweeps, {
     useFactory: instanceCachingFactory<readonly ExpirySweep[]>((c) => {
       const attempts = c.resolve(TOKENS.attemptCounter);
       const posts = c.resolve(TOKENS.postRepository);
+      const events = c.resolve(TOKENS.changeEvents);
+      const { eventsRetentionMs } = c.resolve(TOKENS.config);
       return [
         { name: "attempt counts", deleteExpired: (now) => attempts.deleteExpired(now) },
         { name: "idempotency keys", deleteExpired: (now) => posts.deleteExpiredIdempotencyKeys(now) },
+        {
+          name: "change events",
+          deleteExpired: (now) => events.deleteNumberedBefore(new Date(now.getTime() - eventsRetentionMs)),
+        },
       ];
     }),
   });
@@ -152,6 +174,7 @@ export function createContainer(seeds: ContainerSeeds): DependencyContainer {
         metrics: config.metrics,
         poolStats: database.poolStats,
         ...(postCache === undefined ? {} : { postCache }),
+        changeEvents: c.resolve(TOKENS.changeEvents),
         timeouts: {
           requestMs: config.http.requestTimeoutMs,
           connectionMs: config.http.connectionTimeoutMs,

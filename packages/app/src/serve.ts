@@ -26,7 +26,8 @@ export interface ServeExtras {
  * Runs the service until a signal stops it. Nothing listens before the database has answered
  * and the migrations have run: start-up opens the database, waits for it (bounded by
  * DB_STARTUP_TIMEOUT_MS), migrates it unless MIGRATE_ON_START=false, builds the graph and the
- * HTTP app, starts the sweep of expired rows (every minute), and only then listens. A start-up
+ * HTTP app, starts the change event log (its sequencer and notifications), starts the sweep of
+ * expired rows (every minute), and only then listens. A start-up
  * failure is logged and exits 1, never leaving a half-started server.
  *
  * SIGTERM or SIGINT (close-with-grace) stops accepting connections, lets the requests in
@@ -91,6 +92,10 @@ async function start(config: AppConfig, logger: Logger, resources: Resource[], s
 
   const passwordHasher = await Argon2PasswordHasher.create();
   const container = createContainer({ config, logger, database, jwtSecret, passwordHasher });
+  // Closed after the HTTP server, whose open event streams read it until then.
+  const changeEvents = container.resolve(TOKENS.changeEvents);
+  await changeEvents.start();
+  resources.push({ name: "change event log", close: () => changeEvents.close() });
   const app = await buildHttpApp(container.resolve(TOKENS.httpAppOptions));
   // Fastify's close stops the listener, ends idle keep-alive connections, answers 503 to new
   // requests on busy ones, and resolves once the requests in flight have been answered.

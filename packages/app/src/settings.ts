@@ -198,6 +198,14 @@ export const SETTINGS = Type.Object({
     description:
       "how long an `Idempotency-Key` of `POST /api/v1/posts` is remembered; past it the same key creates a new post",
   }),
+  EVENTS_RETENTION_MS: Type.Integer({
+    default: 604_800_000,
+    minimum: 1,
+    // The same ceiling as the keys': past a century, now minus it leaves the range of a Date.
+    maximum: MAX_IDEMPOTENCY_TTL_MS,
+    description:
+      "how long change events are kept at least (default seven days), then forgotten by the expiry sweep from the oldest, never the newest; a feed resumed before the oldest kept answers `reset` (stream) or 410 (page)",
+  }),
   POST_CACHE_MAX_BYTES: Type.Integer({
     default: 36 * MIB,
     minimum: 0,

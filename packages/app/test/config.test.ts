@@ -36,6 +36,7 @@ describe("loadConfig", () => {
       loginThrottle: {},
       metrics: true,
       idempotencyTtlMs: 86_400_000,
+      eventsRetentionMs: 604_800_000,
       postCache: { maxBytes: 37_748_736, maxPostBytes: 1_048_576 },
       http: { requestTimeoutMs: 30_000, connectionTimeoutMs: 60_000, keepAliveTimeoutMs: 72_000 },
     } satisfies AppConfig);
@@ -71,6 +72,7 @@ describe("loadConfig", () => {
       METRICS: "false",
       NATS_URL: "nats://relay:secret@nats.internal:4222",
       IDEMPOTENCY_TTL_MS: "60000",
+      EVENTS_RETENTION_MS: "3600000",
       POST_CACHE_MAX_BYTES: "1000000",
       POST_CACHE_MAX_POST_BYTES: "5000",
       HTTP_REQUEST_TIMEOUT_MS: "10000",
@@ -102,6 +104,7 @@ describe("loadConfig", () => {
       metrics: false,
       natsUrl: "nats://relay:secret@nats.internal:4222",
       idempotencyTtlMs: 60_000,
+      eventsRetentionMs: 3_600_000,
       postCache: { maxBytes: 1_000_000, maxPostBytes: 5000 },
       http: { requestTimeoutMs: 10_000, connectionTimeoutMs: 20_000, keepAliveTimeoutMs: 65_000 },
     } satisfies AppConfig);

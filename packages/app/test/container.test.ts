@@ -130,7 +130,11 @@ describe("createContainer", () => {
     await counter.increment("container-test:ended", 1000, start);
     await counter.increment("container-test:running", 5000, start);
     const sweeps = container.resolve(TOKENS.expirySweeps);
-    expect(sweeps.map((sweep) => sweep.name)).toEqual(["attempt counts", "idempotency keys"]);
+    expect(sweeps.map((sweep) => sweep.name)).toEqual([
+      "attempt counts",
+      "idempotency keys",
+      "change events",
+    ]);
     expect(await sweeps[0]?.deleteExpired(new Date(start.getTime() + 1000))).toBe(1);
     expect([
       ...(await counter.read(["container-test:ended", "container-test:running"], start)).keys(),

@@ -5,6 +5,7 @@ export { DEFAULT_IDEMPOTENCY_TTL_MS, isValidIdempotencyKey } from "./idempotency
 export { parseId } from "./ids.js";
 export { MESSAGES } from "./messages.js";
 export type { AttemptCount, AttemptCounter } from "./ports/attempt-counter.js";
+export type { ChangeEventLog } from "./ports/change-event-log.js";
 export type { Clock } from "./ports/clock.js";
 export { systemClock } from "./ports/clock.js";
 export type { PasswordHasher } from "./ports/password-hasher.js";
@@ -24,6 +25,8 @@ export { claimsFor, DEFAULT_TOKEN_LIFETIME_MS } from "./ports/token-issuer.js";
 export type { UserRepository } from "./ports/user-repository.js";
 export type { Author, NewPost, Post, PostChanges } from "./post.js";
 export { nextUpdatedAt } from "./post.js";
+export type { PostChangeEvent, PostChangeType } from "./post-change-event.js";
+export { POST_CHANGE_TYPES } from "./post-change-event.js";
 export type { IdempotencyKeyUse } from "./post-repository-rules.js";
 export {
   answerForUsedKey,

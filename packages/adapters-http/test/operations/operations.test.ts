@@ -117,6 +117,7 @@ describe("operations", () => {
         "DELETE /api/v1/posts/{id}",
         "DELETE /api/v1/user",
         "GET /api/v1/posts",
+        "GET /api/v1/posts/events",
         "GET /api/v1/posts/{id}",
         "GET /api/v1/user",
         "GET /health",

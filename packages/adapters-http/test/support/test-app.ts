@@ -31,6 +31,7 @@ export async function buildTestApp(overrides: Partial<HttpAppOptions> = {}): Pro
     // Tests log in many times from one address; the throttle's own tests set their limits.
     loginThrottle: { max: 10_000, windowMs: 60_000 },
     attemptCounter: new InMemoryAttemptCounter(),
+    changeEvents: fakes.database.events,
     ...overrides,
   });
   return {

@@ -42,5 +42,18 @@ export async function createPgliteDatabase(options: PgliteDatabaseOptions = {}):
   });
   // Destroying the Kysely instance closes PGlite (kysely-pglite-dialect's driver does it).
   const db = new Kysely<Database>({ dialect: new PGliteDialect(pglite) });
-  return { db, engine: "pglite", close: closeOnce(db) };
+  return {
+    db,
+    engine: "pglite",
+    close: closeOnce(db),
+    // In process: PGlite hands each notification to its listeners once its transaction commits.
+    notifications: {
+      async listen(channel, listener) {
+        const unlisten = await pglite.listen(channel, (payload) => listener(payload));
+        return async () => {
+          if (!pglite.closed) await unlisten();
+        };
+      },
+    },
+  };
 }

@@ -5,6 +5,7 @@ import { closeOnce } from "./close-once.js";
 import type { DatabaseHandle } from "./database-handle.js";
 import { DIRECT_STATEMENTS } from "./direct-statements.js";
 import { poolForKysely, poolStats } from "./pool-for-kysely.js";
+import { postgresNotifications } from "./postgres-notifications.js";
 import { PREPARED_STATEMENT_NAMES } from "./statement-names.js";
 import { TYPE_PARSERS } from "./type-parsers.js";
 
@@ -94,5 +95,23 @@ export function createPostgresDatabase(options: PostgresDatabaseOptions): Databa
   );
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: forKysely }) });
   DIRECT_STATEMENTS.set(db, run);
-  return { db, engine: "postgres", close: closeOnce(db), poolStats: () => poolStats(pool) };
+  // Its connection opens on the first LISTEN only: a handle nobody listens on costs nothing more.
+  const listening = postgresNotifications({
+    connectionString: options.connectionString,
+    applicationName: `${options.applicationName ?? "posts-service"} (listen)`,
+    ...(options.onIdleClientError === undefined ? {} : { onError: options.onIdleClientError }),
+  });
+  const close = closeOnce({
+    destroy: async () => {
+      await listening.close();
+      await db.destroy();
+    },
+  });
+  return {
+    db,
+    engine: "postgres",
+    close,
+    poolStats: () => poolStats(pool),
+    notifications: listening.notifications,
+  };
 }

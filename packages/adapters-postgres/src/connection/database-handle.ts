@@ -1,5 +1,6 @@
 import type { Kysely } from "kysely";
 import type { Database } from "../schema/database.js";
+import type { Notifications } from "./notifications.js";
 import type { PoolStats } from "./pool-for-kysely.js";
 
 /** Which PostgreSQL a handle talks to: a server through `pg`, or PGlite in this process. */
@@ -16,4 +17,6 @@ export interface DatabaseHandle {
   close(): Promise<void>;
   /** How the connection pool is used right now; absent for PGlite, which has one connection and no pool. */
   readonly poolStats?: () => PoolStats;
+  /** LISTEN/NOTIFY on this database; absent when the handle cannot listen. */
+  readonly notifications?: Notifications;
 }

@@ -52,10 +52,35 @@ export interface IdempotencyKeysTable {
   expires_at: Timestamp;
 }
 
+/**
+ * The `post_events` table: the outbox of change events, one row per change of a post, written
+ * by a trigger on `posts` in the change's transaction and numbered after commit.
+ */
+export interface PostEventsTable {
+  /** Insertion order; never shown. */
+  readonly seq: GeneratedAlways<number>;
+  /** The public event number; null until the sequencer has given it. */
+  number: number | null;
+  /** When the sequencer gave the number (the database's clock); retention counts from it. */
+  numbered_at: Timestamp | null;
+  type: "post.created" | "post.updated" | "post.deleted";
+  post_id: number;
+  /** The post after the change; null for a deletion. */
+  title: string | null;
+  content: string | null;
+  created_at: Timestamp | null;
+  updated_at: Timestamp | null;
+  author_id: number;
+  /** Null for a deletion. */
+  author_email: string | null;
+  occurred_at: Timestamp;
+}
+
 /** The schema as Kysely sees it, after every migration has run. */
 export interface Database {
   users: UsersTable;
   posts: PostsTable;
   attempt_counts: AttemptCountsTable;
   idempotency_keys: IdempotencyKeysTable;
+  post_events: PostEventsTable;
 }

@@ -66,10 +66,11 @@ export async function openTestDatabase(
     await opened.close();
     throw error;
   }
-  const { db, engine } = opened.handle;
+  const { db, engine, notifications } = opened.handle;
   return {
     db,
     engine,
+    ...(notifications === undefined ? {} : { notifications }),
     requested,
     connectionString: opened.connectionString,
     posts: new PostgresPostRepository(db),

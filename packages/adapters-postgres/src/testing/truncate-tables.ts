@@ -6,5 +6,5 @@ import type { Database } from "../schema/database.js";
  * migrated database between tests instead of paying for a new one.
  */
 export async function truncateTables(db: Kysely<Database>): Promise<void> {
-  await sql`TRUNCATE posts, users, attempt_counts RESTART IDENTITY CASCADE`.execute(db);
+  await sql`TRUNCATE posts, users, attempt_counts, post_events RESTART IDENTITY CASCADE`.execute(db);
 }

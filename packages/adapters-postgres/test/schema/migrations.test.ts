@@ -15,12 +15,14 @@ const ALL = [
   "0003_create_attempt_counts",
   "0004_conditional_writes_idempotency_search",
   "0005_author_pages_from_the_index",
+  "0006_post_change_events",
 ];
 const TABLES = [
   "attempt_counts",
   "idempotency_keys",
   "kysely_migration",
   "kysely_migration_lock",
+  "post_events",
   "posts",
   "users",
 ];
@@ -38,7 +40,7 @@ describe.each(ENGINES)("migrations on %s", (engine) => {
         WHERE table_schema = current_schema() ORDER BY table_name`.execute(db())
     ).rows.map((row) => row.table_name);
   const dropEverything = () =>
-    sql`DROP TABLE IF EXISTS attempt_counts, idempotency_keys, posts, users, kysely_migration, kysely_migration_lock`.execute(
+    sql`DROP TABLE IF EXISTS attempt_counts, idempotency_keys, post_events, posts, users, kysely_migration, kysely_migration_lock`.execute(
       db(),
     );
   const sqlStateOf = async (statement: Promise<unknown>) =>

@@ -1,5 +1,6 @@
 import type { ConformanceCase } from "../runner/conformance-case.js";
 import { authenticationCases } from "./authentication-cases.js";
+import { changeEventCases } from "./change-event-cases.js";
 import { conditionalRequestCases } from "./conditional-request-cases.js";
 import { createPostCases } from "./create-post-cases.js";
 import { deletePostCases } from "./delete-post-cases.js";
@@ -28,4 +29,5 @@ export const allCases: readonly ConformanceCase[] = [
   ...conditionalRequestCases,
   ...idempotencyCases,
   ...searchCases,
+  ...changeEventCases,
 ];

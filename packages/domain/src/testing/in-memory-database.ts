@@ -10,6 +10,7 @@ import type { NewPost, Post } from "../post.js";
 import { applyOwnedUpdate, checkOwnedWrite, selectPage } from "../post-repository-rules.js";
 import { err, ok, type Result } from "../result.js";
 import type { NewUser, User } from "../user.js";
+import { InMemoryChangeEventLog } from "./in-memory-change-event-log.js";
 
 // A copy, so that a caller mutating what it got cannot change what is stored.
 const copy = (post: Post): Post => ({
@@ -22,7 +23,8 @@ const copy = (post: Post): Post => ({
 /**
  * Users and posts held in memory, with the same behaviour the contract suites demand of a
  * database: ids that only grow, unique emails, cascade of a user's posts and idempotency keys,
- * atomic (conditional) updates, idempotent creation, search.
+ * atomic (conditional) updates, idempotent creation, search, and an event for every change of a
+ * post (`events`).
  * For tests and for embedding without persistence; nothing survives the process.
  */
 export class InMemoryDatabase {
@@ -33,6 +35,9 @@ export class InMemoryDatabase {
   readonly #keys = new IdempotencyKeyMemory();
   #nextUserId = 1;
   #nextPostId = 1;
+
+  /** Every change of a post, numbered as it is made. */
+  readonly events = new InMemoryChangeEventLog();
 
   /** The post repository over this database. */
   readonly posts: PostRepository = {
@@ -73,7 +78,9 @@ export class InMemoryDatabase {
     this.#userIdsByEmail.delete(user.email.toLowerCase());
     this.#keys.forgetAuthor(id);
     for (const [postId, post] of this.#posts) {
-      if (post.author.id === id) this.#posts.delete(postId);
+      if (post.author.id !== id) continue;
+      this.#posts.delete(postId);
+      this.events.record({ type: "post.deleted", postId, occurredAt: new Date() });
     }
     return true;
   }
@@ -90,6 +97,7 @@ export class InMemoryDatabase {
       author: { id: author.id, email: author.email },
     };
     this.#posts.set(stored.id, stored);
+    this.events.record({ type: "post.created", post: copy(stored), occurredAt: stored.updatedAt });
     return copy(stored);
   }
 
@@ -102,6 +110,11 @@ export class InMemoryDatabase {
     const updated = applyOwnedUpdate(this.#posts.get(update.id), update);
     if (!updated.ok) return updated;
     this.#posts.set(update.id, updated.value);
+    this.events.record({
+      type: "post.updated",
+      post: copy(updated.value),
+      occurredAt: updated.value.updatedAt,
+    });
     return ok(copy(updated.value));
   }
 
@@ -109,6 +122,7 @@ export class InMemoryDatabase {
     const allowed = checkOwnedWrite(this.#posts.get(target.id), target);
     if (!allowed.ok) return allowed;
     this.#posts.delete(target.id);
+    this.events.record({ type: "post.deleted", postId: target.id, occurredAt: new Date() });
     return ok(undefined);
   }
 }

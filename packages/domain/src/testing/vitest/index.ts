@@ -4,6 +4,11 @@ export {
   attemptCounterContract,
   type OpenAttemptCounter,
 } from "./attempt-counter-contract.js";
+export {
+  type ChangeEventLogFixture,
+  changeEventLogContract,
+  type OpenChangeEventLog,
+} from "./change-event-log-contract.js";
 export { postRepositoryContract } from "./post-repository-contract.js";
 export type {
   OpenRepositories,

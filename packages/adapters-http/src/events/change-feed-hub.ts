@@ -1,0 +1,169 @@
+import type { ChangeEventLog, PostChangeEvent } from "@posts/domain";
+import type { CloudEventRenderer } from "./cloud-event.js";
+
+/** A change event as the feed sends it: its number, its type and its CloudEvent's JSON. */
+export interface RenderedEvent {
+  readonly number: number;
+  readonly type: PostChangeEvent["type"];
+  readonly json: string;
+}
+
+/** Options of {@link ChangeFeedHub}. */
+export interface ChangeFeedHubOptions {
+  readonly log: ChangeEventLog;
+  readonly render: CloudEventRenderer;
+  /** Told of a failed read of the log, which is retried. */
+  readonly onError?: (error: unknown) => void;
+}
+
+// The newest events kept rendered for the readers at the end of the feed: enough for a burst, and
+// bounded in bytes, since one event may carry a post of megabytes.
+const TAIL_EVENTS = 1000;
+const TAIL_BYTES = 8 * 1024 * 1024;
+const PAGE = 500;
+const RETRY_MS = 1000;
+
+/**
+ * What every reader of one instance's feed shares, so that a thousand streams at the end of the
+ * feed cost one read of the log per new batch of events, not a thousand. It hears of new numbers
+ * from the log's subscription, reads the new events once, renders them once, and keeps the newest
+ * in a bounded tail that readers at the end take from; a reader further behind reads the log
+ * itself. While nobody waits at the end, a new number costs nothing but remembering it.
+ */
+export class ChangeFeedHub {
+  readonly #options: ChangeFeedHubOptions;
+  #tail: RenderedEvent[] = [];
+  #tailBytes = 0;
+  // Every event up to #readTo has been read (the tail ends there, or is empty); #known is the
+  // newest number heard of.
+  #readTo = 0;
+  #known = 0;
+  readonly #waiters = new Map<() => void, number>();
+  #filling: Promise<void> | undefined;
+  #retry: NodeJS.Timeout | undefined;
+  #stop: (() => void) | undefined;
+
+  constructor(options: ChangeFeedHubOptions) {
+    this.#options = options;
+  }
+
+  /**
+   * Subscribes to the log: from then on the hub hears, within a notification's delay, of every
+   * number newer than what a reader has read from the log.
+   */
+  start(): void {
+    this.#stop ??= this.#options.log.subscribe((last) => {
+      if (last > this.#known) this.#known = last;
+      if (this.#waiters.size > 0) this.#fill();
+    });
+  }
+
+  /** Unsubscribes, and releases every waiter. */
+  stop(): void {
+    this.#stop?.();
+    this.#stop = undefined;
+    if (this.#retry !== undefined) clearTimeout(this.#retry);
+    for (const wake of this.#waiters.keys()) wake();
+    this.#waiters.clear();
+  }
+
+  /** The newest number of the log (read from it, not from what the hub has heard). */
+  async lastNumber(): Promise<number> {
+    const last = await this.#options.log.lastNumber();
+    if (last > this.#known) this.#known = last;
+    return last;
+  }
+
+  /**
+   * The events after `after`, at most `limit`, rendered: from the tail when it holds them; none
+   * without asking the log when the hub has heard of nothing newer (the reader then waits, and
+   * the notification of anything newer wakes it: a thousand streams at the end cost no query);
+   * else from the log. With `fromLog`, always from the log: for a reader whose position does not
+   * come from a read of the log made since the hub started (a client's Last-Event-ID, a JSON
+   * page). Empty from the log exactly when `after` is at or past the log's newest number.
+   */
+  async read(after: number, limit: number, fromLog = false): Promise<readonly RenderedEvent[]> {
+    if (!fromLog) {
+      const first = this.#tail[0];
+      if (first !== undefined && after >= first.number - 1 && after < this.#readTo) {
+        const start = after - first.number + 1;
+        return this.#tail.slice(start, start + limit);
+      }
+      if (after >= this.#known && after >= this.#readTo) return [];
+    }
+    const events = await this.#options.log.readAfter(after, limit);
+    return events.map((event) => this.#rendered(event));
+  }
+
+  /**
+   * Resolves once there may be events after `after` (a reader calls it after `read` answered
+   * none), or when `signal` aborts or the hub stops.
+   */
+  waitAfter(after: number, signal: AbortSignal): Promise<void> {
+    if (signal.aborted || after < this.#readTo) return Promise.resolve();
+    return new Promise((resolve) => {
+      const wake = () => {
+        signal.removeEventListener("abort", wake);
+        this.#waiters.delete(wake);
+        resolve();
+      };
+      signal.addEventListener("abort", wake, { once: true });
+      this.#waiters.set(wake, after);
+      if (this.#known > after) this.#fill();
+    });
+  }
+
+  #rendered(event: PostChangeEvent): RenderedEvent {
+    return { number: event.number, type: event.type, json: this.#options.render(event) };
+  }
+
+  #wakeBelow(readTo: number): void {
+    for (const [wake, after] of this.#waiters) if (after < readTo) wake();
+  }
+
+  #fill(): void {
+    if (this.#filling !== undefined) return;
+    this.#filling = (async () => {
+      try {
+        while (this.#waiters.size > 0 && this.#known > this.#readTo) {
+          // Nobody waiting needs what precedes the lowest waiter: start there, not further back.
+          const lowest = Math.min(...this.#waiters.values());
+          if (lowest > this.#readTo) {
+            this.#readTo = lowest;
+            this.#tail = [];
+            this.#tailBytes = 0;
+            if (this.#known <= this.#readTo) break;
+          }
+          const events = await this.#options.log.readAfter(this.#readTo, PAGE);
+          if (events.length === 0) break;
+          // A gap means the retention went past the tail: it starts again from what there is.
+          if ((events[0] as PostChangeEvent).number !== this.#readTo + 1) {
+            this.#tail = [];
+            this.#tailBytes = 0;
+          }
+          for (const event of events) this.#append(this.#rendered(event));
+          this.#readTo = (events.at(-1) as PostChangeEvent).number;
+          if (this.#readTo > this.#known) this.#known = this.#readTo;
+          this.#wakeBelow(this.#readTo);
+        }
+      } catch (error) {
+        this.#options.onError?.(error);
+        this.#retry ??= setTimeout(() => {
+          this.#retry = undefined;
+          if (this.#waiters.size > 0) this.#fill();
+        }, RETRY_MS);
+        this.#retry.unref();
+      } finally {
+        this.#filling = undefined;
+      }
+    })();
+  }
+
+  #append(event: RenderedEvent): void {
+    this.#tail.push(event);
+    this.#tailBytes += event.json.length;
+    while (this.#tail.length > TAIL_EVENTS || (this.#tailBytes > TAIL_BYTES && this.#tail.length > 1)) {
+      this.#tailBytes -= (this.#tail.shift() as RenderedEvent).json.length;
+    }
+  }
+}

@@ -1,0 +1,36 @@
+import type { PostChangeEvent } from "@posts/domain";
+import { type TimestampFormatter, timestampFormatter } from "../http/timestamp-formatter.js";
+import { postSerializer } from "../routes/post-serializer.js";
+
+/** Turns a change event into its CloudEvent, as JSON text on one line. */
+export type CloudEventRenderer = (event: PostChangeEvent) => string;
+
+/** The CloudEvents `source` of every change event: the collection the posts live in. */
+export const CLOUD_EVENT_SOURCE = "/api/v1/posts";
+
+/**
+ * The renderer of change events as CloudEvents 1.0 in structured mode (JSON), the one form
+ * the feed and any relay publish: `{"specversion":"1.0","id":"42","source":"/api/v1/posts",
+ * "type":"post.updated","subject":"12","time":"2026-11-22T10:15:30.123Z",
+ * "datacontenttype":"application/json","data":{…}}`, properties in that order. `id` is the
+ * event's number as a decimal string, `subject` the post's id, `time` the change's instant in
+ * UTC with milliseconds, `data` the post after the change exactly as GET /api/v1/posts/<id>
+ * writes it (timestamps in `timeZone`, default UTC), or `{"id":12}` for a deletion. The text
+ * has no line break, so it fits one SSE `data:` line. Throws a `RangeError` for an unknown zone.
+ */
+export function cloudEventRenderer(timeZone = "UTC"): CloudEventRenderer {
+  return rendererFor(timestampFormatter(timeZone));
+}
+
+/** {@link cloudEventRenderer} for a formatter the caller already has. */
+export function rendererFor(format: TimestampFormatter): CloudEventRenderer {
+  const serialize = postSerializer(format).post;
+  return (event) => {
+    const data = event.type === "post.deleted" ? `{"id":${event.postId}}` : serialize(event.post);
+    return (
+      `{"specversion":"1.0","id":"${event.number}","source":"${CLOUD_EVENT_SOURCE}",` +
+      `"type":"${event.type}","subject":"${event.postId}","time":"${event.occurredAt.toISOString()}",` +
+      `"datacontenttype":"application/json","data":${data}}`
+    );
+  };
+}

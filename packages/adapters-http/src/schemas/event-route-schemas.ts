@@ -1,0 +1,36 @@
+import { EventFeedHeadersSchema, EventFeedQuerySchema, EventPageSchema } from "./event-schemas.js";
+import { envelopeResponse, INVALID_TOKEN, routeResponses } from "./responses.js";
+
+/** GET /api/v1/posts/events: the change feed, as Server-Sent Events or JSON pages. */
+export const EventFeedRouteSchema = {
+  summary: "Follow every change of posts, in order: Server-Sent Events or JSON pages",
+  description:
+    "Each change is one event, numbered 1, 2, 3, … for the whole service with no gap. With " +
+    "Accept: text/event-stream, a stream of `id`/`event`/`data` messages (data: the CloudEvent on " +
+    "one line) from after Last-Event-ID or ?after= (else from now on), a comment line at least " +
+    'every 15 s, and `event: reset` with data {"oldest": n} first when resuming before the oldest ' +
+    "event kept. Otherwise one JSON page after ?after= (default 0) of at most ?limit= events.",
+  tags: ["events"],
+  querystring: EventFeedQuerySchema,
+  headers: EventFeedHeadersSchema,
+  response: routeResponses({
+    200: {
+      description: "A JSON page, or (Accept: text/event-stream) the stream",
+      headers: { "Cache-Control": { type: "string", enum: ["no-cache"] } },
+      content: {
+        "application/json": { schema: EventPageSchema },
+        "text/event-stream": {
+          schema: {
+            type: "string",
+            examples: [
+              'id: 42\nevent: post.updated\ndata: {"specversion":"1.0","id":"42","source":"/api/v1/posts",…}\n\n',
+            ],
+          },
+        },
+      },
+    },
+    400: envelopeResponse("after, limit or Last-Event-ID not a non-negative integer in range"),
+    410: envelopeResponse('JSON page after events no longer kept: "Gone", with the oldest kept in message'),
+    401: INVALID_TOKEN,
+  }),
+};

@@ -1,0 +1,274 @@
+import type { ChangeEventLog, PostChangeEvent } from "@posts/domain";
+import { type Kysely, sql } from "kysely";
+import type { Notifications } from "../connection/notifications.js";
+import { parseInt8 } from "../connection/type-parsers.js";
+import type { Database } from "../schema/database.js";
+
+/** The channel the trigger on `posts` notifies at each commit of a change (migration 0006). */
+export const CHANGED_CHANNEL = "post_events";
+/** The channel the sequencer notifies, with the newest number, at each commit of numbers. */
+export const NUMBERED_CHANNEL = "post_events_numbered";
+// One advisory lock key for the sequencer, the same in every instance ("postevnt" in ASCII).
+const SEQUENCER_LOCK = sql.raw("8101829370236954228");
+// Rows numbered per transaction, so that a backlog never makes one long transaction.
+const BATCH = 5000;
+const DEFAULT_CHECK_INTERVAL_MS = 5000;
+// How soon to try again when another instance holds the sequencer's lock: it may have taken its
+// snapshot before our change committed, and then leaves our row for us.
+const BUSY_RETRY_MS = 20;
+
+/** Options of {@link PostgresChangeEventLog}. */
+export interface PostgresChangeEventLogOptions {
+  /** The database's LISTEN/NOTIFY; without it, only the periodic check numbers events and wakes readers. */
+  readonly notifications?: Notifications;
+  /**
+   * How often numbering and the newest number are checked without being notified: a safety net
+   * for notifications lost with a connection, not the way events normally arrive. Default 5000 ms.
+   */
+  readonly checkIntervalMs?: number;
+  /** Told of each failure of the sequencer or the check, which the next notification or check retries. */
+  readonly onError?: (error: unknown) => void;
+}
+
+interface EventRow {
+  readonly number: number | null;
+  readonly type: "post.created" | "post.updated" | "post.deleted";
+  readonly post_id: number;
+  readonly title: string | null;
+  readonly content: string | null;
+  readonly created_at: Date | null;
+  readonly updated_at: Date | null;
+  readonly author_id: number;
+  readonly author_email: string | null;
+  readonly occurred_at: Date;
+}
+
+/** The one mapping from an outbox row to the domain's event. */
+function toEvent(row: EventRow): PostChangeEvent {
+  const head = {
+    number: parseInt8(row.number ?? 0),
+    postId: parseInt8(row.post_id),
+    occurredAt: row.occurred_at,
+  };
+  if (row.type === "post.deleted") return { type: row.type, ...head };
+  return {
+    type: row.type,
+    ...head,
+    post: {
+      id: head.postId,
+      title: row.title ?? "",
+      content: row.content ?? "",
+      createdAt: row.created_at ?? row.occurred_at,
+      updatedAt: row.updated_at ?? row.occurred_at,
+      author: { id: parseInt8(row.author_id), email: row.author_email ?? "" },
+    },
+  };
+}
+
+/**
+ * The change event log in the `post_events` table, and its sequencer.
+ *
+ * A trigger on `posts` writes one row per changed post in the change's own transaction and
+ * notifies `post_events` (delivered at commit). Any instance so woken runs the sequencer: one
+ * short transaction which, holding a transaction-scoped advisory lock (so one at a time, over
+ * all instances), gives every committed row still without a number the numbers after the
+ * greatest given, in insertion order, and notifies `post_events_numbered` with the newest.
+ * Numbers are thus taken after commit, in one transaction at a time, so a reader sees either a
+ * whole batch or none of it and never a later number without the earlier ones; a transaction
+ * that stays open simply has its event numbered after those that committed first. A post's
+ * changes wait for each other on the post's row lock, so each one's row is inserted after the
+ * previous committed, and numbered after it. A crash of the sequencer rolls its numbers back.
+ *
+ * {@link PostgresChangeEventLog.start} listens and numbers what is waiting; subscribers hear
+ * of `post_events_numbered`. Without notifications (or when they are lost with their
+ * connection) a check every `checkIntervalMs` does both.
+ */
+export class PostgresChangeEventLog implements ChangeEventLog {
+  readonly #db: Kysely<Database>;
+  readonly #options: PostgresChangeEventLogOptions;
+  readonly #listeners = new Set<(lastNumber: number) => void>();
+  readonly #stops: (() => Promise<void>)[] = [];
+  #timer: NodeJS.Timeout | undefined;
+  #sequencing: Promise<void> | undefined;
+  #again = false;
+  #closed = false;
+  #lastHeard = 0;
+
+  constructor(db: Kysely<Database>, options: PostgresChangeEventLogOptions = {}) {
+    this.#db = db;
+    this.#options = options;
+  }
+
+  /**
+   * Listens for changes and numbers, numbers what committed while nobody listened, and starts the
+   * periodic check. Resolves once listening; call it once, and {@link close} at shutdown.
+   */
+  async start(): Promise<void> {
+    const { notifications } = this.#options;
+    if (notifications !== undefined) {
+      this.#stops.push(
+        await notifications.listen(CHANGED_CHANNEL, (payload) => {
+          // Undefined: the listening connection is back, and what was notified meanwhile is lost.
+          if (payload === undefined) void this.#check();
+          else this.wake();
+        }),
+        await notifications.listen(NUMBERED_CHANNEL, (payload) => {
+          if (payload === undefined) return;
+          const last = Number(payload);
+          if (Number.isSafeInteger(last)) this.#tell(last);
+        }),
+      );
+    }
+    this.wake();
+    this.#timer = setInterval(
+      () => void this.#check(),
+      this.#options.checkIntervalMs ?? DEFAULT_CHECK_INTERVAL_MS,
+    );
+    this.#timer.unref();
+  }
+
+  /** Stops listening and checking, and waits for a sequencer run under way. Idempotent. */
+  async close(): Promise<void> {
+    this.#closed = true;
+    if (this.#timer !== undefined) clearInterval(this.#timer);
+    for (const stop of this.#stops.splice(0)) await stop().catch(() => {});
+    await this.#sequencing;
+    this.#listeners.clear();
+  }
+
+  /**
+   * Runs the sequencer soon, unless it is running in this process, in which case it runs again
+   * once done: a change that committed during a run may be outside that run's snapshot.
+   */
+  wake(): void {
+    if (this.#closed) return;
+    if (this.#sequencing !== undefined) {
+      this.#again = true;
+      return;
+    }
+    this.#sequencing = this.#sequenceUntilDone().finally(() => {
+      this.#sequencing = undefined;
+    });
+  }
+
+  async #sequenceUntilDone(): Promise<void> {
+    do {
+      this.#again = false;
+      try {
+        const numbered = await this.numberPending();
+        if (numbered === "busy") {
+          await new Promise((resolve) => setTimeout(resolve, BUSY_RETRY_MS));
+          this.#again = true;
+        } else if (numbered === BATCH) {
+          this.#again = true;
+        }
+      } catch (error) {
+        // The next notification or the periodic check tries again.
+        this.#options.onError?.(error);
+      }
+    } while (this.#again && !this.#closed);
+  }
+
+  /**
+   * One run of the sequencer: numbers the committed events that have no number yet (at most a
+   * batch), in one transaction, and answers how many; `"busy"` when another run, in this process
+   * or another, holds the sequencer's lock. Exposed for tests; `wake` is how the log runs it.
+   */
+  async numberPending(): Promise<number | "busy"> {
+    return this.#db.transaction().execute(async (trx) => {
+      const lock = await sql<{ locked: boolean }>`
+        SELECT pg_try_advisory_xact_lock(${SEQUENCER_LOCK}) AS locked`.execute(trx);
+      if (lock.rows[0]?.locked !== true) return "busy";
+      // Each statement of a READ COMMITTED transaction sees what committed before it began: here,
+      // every number given by the runs that held the lock before this one.
+      const done = await sql<{ last: number | null; count: number }>`
+        WITH base AS (SELECT coalesce(max(number), 0) AS last FROM post_events),
+        todo AS (
+          SELECT seq, row_number() OVER (ORDER BY seq) AS rank
+          FROM post_events WHERE number IS NULL ORDER BY seq LIMIT ${BATCH}
+        ),
+        numbered AS (
+          UPDATE post_events e SET number = base.last + todo.rank, numbered_at = now()
+          FROM base, todo WHERE e.seq = todo.seq
+          RETURNING e.number
+        )
+        SELECT max(number) AS last, count(*) AS count FROM numbered`.execute(trx);
+      const row = done.rows[0];
+      const count = parseInt8(row?.count ?? 0);
+      if (count > 0 && row?.last !== null && row?.last !== undefined) {
+        await sql`SELECT pg_notify(${NUMBERED_CHANNEL}, ${String(parseInt8(row.last))})`.execute(trx);
+      }
+      return count;
+    });
+  }
+
+  // One cheap statement (two index probes), so that the check costs next to nothing while idle.
+  async #check(): Promise<void> {
+    if (this.#closed) return;
+    try {
+      const { rows } = await sql<{ last: number | null; pending: boolean }>`
+        SELECT (SELECT max(number) FROM post_events) AS last,
+               EXISTS (SELECT 1 FROM post_events WHERE number IS NULL) AS pending`.execute(this.#db);
+      const row = rows[0];
+      if (row?.pending === true) this.wake();
+      this.#tell(row?.last === null || row?.last === undefined ? 0 : parseInt8(row.last));
+    } catch (error) {
+      this.#options.onError?.(error);
+    }
+  }
+
+  #tell(last: number): void {
+    // Only news is worth waking every reader for: a lower number is a notification overtaken.
+    if (last <= this.#lastHeard) return;
+    this.#lastHeard = last;
+    for (const listener of this.#listeners) listener(last);
+  }
+
+  async readAfter(after: number, limit: number): Promise<readonly PostChangeEvent[]> {
+    const rows = await this.#db
+      .selectFrom("post_events")
+      .select([
+        "number",
+        "type",
+        "post_id",
+        "title",
+        "content",
+        "created_at",
+        "updated_at",
+        "author_id",
+        "author_email",
+        "occurred_at",
+      ])
+      .where("number", ">", after)
+      .orderBy("number")
+      .limit(limit)
+      .execute();
+    return rows.map(toEvent);
+  }
+
+  async lastNumber(): Promise<number> {
+    const row = await this.#db
+      .selectFrom("post_events")
+      .select((eb) => eb.fn.max("number").as("last"))
+      .executeTakeFirst();
+    return row?.last === null || row?.last === undefined ? 0 : parseInt8(row.last);
+  }
+
+  subscribe(listener: (lastNumber: number) => void): () => void {
+    const own = (last: number) => listener(last);
+    this.#listeners.add(own);
+    return () => {
+      this.#listeners.delete(own);
+    };
+  }
+
+  async deleteNumberedBefore(before: Date): Promise<number> {
+    // Only a prefix of the numbers goes, so that what is kept has no gap even if the database's
+    // clock stepped back; and never the newest, from which numbering goes on.
+    const result = await sql`
+      DELETE FROM post_events
+      WHERE number <= (SELECT max(number) FROM post_events WHERE numbered_at < ${before.toISOString()})
+        AND number < (SELECT max(number) FROM post_events)`.execute(this.#db);
+    return Number(result.numAffectedRows ?? 0);
+  }
+}

@@ -1,0 +1,347 @@
+import { PostgresChangeEventLog } from "@posts/adapters-postgres";
+import { openTestDatabase, type TestDatabase } from "@posts/adapters-postgres/testing";
+import type { PostChangeEvent } from "@posts/domain";
+import fc from "fast-check";
+import pg from "pg";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
+// The interleavings that break naive numbering, played step by step on separate connections
+// of a PostgreSQL server, as separate instances would make them. The log here is never
+// started: the test runs the sequencer itself, at the moments it chooses.
+describe("numbering change events on PostgreSQL, under interleaved transactions", () => {
+  let database: TestDatabase;
+  let log: PostgresChangeEventLog;
+  const clients: pg.Client[] = [];
+  let authorId: number;
+
+  beforeAll(async () => {
+    database = await openTestDatabase("postgres");
+    if (database.connectionString === undefined) {
+      await database.close();
+      // CI sets DATABASE_URL; a run there without a server must fail, not pass by skipping.
+      throw new Error("these tests need a PostgreSQL server: set DATABASE_URL=postgres://…");
+    }
+    log = new PostgresChangeEventLog(database.db);
+    for (let i = 0; i < 4; i++) {
+      const client = new pg.Client({ connectionString: database.connectionString });
+      // A terminated backend is an error event, which would otherwise end the process.
+      client.on("error", () => {});
+      await client.connect();
+      clients.push(client);
+    }
+    const author = await query<{ id: string }>(
+      0,
+      "INSERT INTO users (email, password_hash, created_at) VALUES ('numbering@example.com', 'h', now()) RETURNING id",
+    );
+    authorId = Number(author[0]?.id);
+  });
+  afterAll(async () => {
+    await Promise.all(clients.map((client) => client.end()));
+    await database?.close();
+  });
+
+  async function query<R extends object = Record<string, unknown>>(
+    client: number,
+    text: string,
+    values: unknown[] = [],
+  ): Promise<R[]> {
+    return (await (clients[client] as pg.Client).query(text, values)).rows as R[];
+  }
+  const insertPost = async (client: number, title: string) =>
+    Number(
+      (
+        await query<{ id: string }>(
+          client,
+          "INSERT INTO posts (title, content, created_at, updated_at, user_id) VALUES ($1, 'c', now(), now(), $2) RETURNING id",
+          [title, authorId],
+        )
+      )[0]?.id,
+    );
+  const updatePost = (client: number, id: number, title: string) =>
+    query(
+      client,
+      "UPDATE posts SET title = $2, updated_at = updated_at + interval '1 millisecond' WHERE id = $1 RETURNING id",
+      [id, title],
+    );
+  /** Every event the log shows, in order. */
+  const visible = () => log.readAfter(0, 100_000);
+  const numbers = (events: readonly PostChangeEvent[]) => events.map((event) => event.number);
+  const titleOf = (event: PostChangeEvent | undefined) =>
+    event?.type === "post.deleted" ? undefined : event?.post.title;
+  /** Numbers everything committed, and answers the newest number. */
+  const numberAll = async () => {
+    for (;;) {
+      const done = await log.numberPending();
+      if (done === 0) return log.lastNumber();
+    }
+  };
+  const expectNoGap = (events: readonly PostChangeEvent[]) => {
+    const first = events[0]?.number ?? 1;
+    expect(numbers(events)).toEqual(Array.from({ length: events.length }, (_, i) => first + i));
+  };
+
+  it("numbers the event of a transaction that stays open after those that commit while it is open", async () => {
+    const start = await numberAll();
+    await query(0, "BEGIN");
+    const early = await insertPost(0, "open early");
+    const middle = await insertPost(1, "committed second");
+    const late = await insertPost(2, "committed third");
+    // The trap: insertion order (a sequence taken before commit) puts the open one first.
+    const seqs = await query<{ post_id: string; seq: string }>(
+      1,
+      "SELECT post_id, seq FROM post_events WHERE post_id = ANY($1) ORDER BY seq",
+      [[middle, late]],
+    );
+    expect(seqs.map((row) => Number(row.post_id))).toEqual([middle, late]);
+
+    expect(await log.numberPending()).toBe(2);
+    let events = await log.readAfter(start, 100);
+    expect(events.map((event) => [event.number, event.postId])).toEqual([
+      [start + 1, middle],
+      [start + 2, late],
+    ]);
+    // Committed but not yet numbered: still nothing a reader could see, so nothing to skip.
+    await query(0, "COMMIT");
+    expect(numbers(await log.readAfter(start, 100))).toEqual([start + 1, start + 2]);
+    expect(await log.numberPending()).toBe(1);
+    events = await log.readAfter(start, 100);
+    expect(events.map((event) => [event.number, event.postId])).toEqual([
+      [start + 1, middle],
+      [start + 2, late],
+      [start + 3, early],
+    ]);
+    expectNoGap(await visible());
+  });
+
+  it("numbers two changes of one post in the order of its versions, though their transactions began the other way round", async () => {
+    const id = await insertPost(0, "v0");
+    const start = await numberAll();
+    // T1 begins first and has the older transaction id; T2 changes the post first.
+    await query(0, "BEGIN");
+    await query(0, "SELECT txid_current()");
+    await query(1, "BEGIN");
+    await query(1, "SELECT txid_current()");
+    await updatePost(1, id, "by T2");
+    const t1 = updatePost(0, id, "by T1"); // waits for T2's row lock
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    await query(1, "COMMIT");
+    expect(await t1).toHaveLength(1);
+    // The sequencer runs while T1 is still open: T2's event only.
+    expect(await log.numberPending()).toBe(1);
+    await query(0, "COMMIT");
+    await numberAll();
+    const events = (await log.readAfter(start, 100)).filter((event) => event.postId === id);
+    expect(events.map(titleOf)).toEqual(["by T2", "by T1"]);
+    const [first, second] = events.map((event) =>
+      event.type === "post.deleted" ? 0 : event.post.updatedAt.getTime(),
+    );
+    expect(second).toBeGreaterThan(first ?? Number.POSITIVE_INFINITY);
+    expect(events.at(-1)?.type === "post.updated" && events.at(-1)).toMatchObject({
+      post: await database.posts.findById(id),
+    });
+  });
+
+  it("the same, when the sequencer runs only after both committed", async () => {
+    const id = await insertPost(0, "w0");
+    const start = await numberAll();
+    await query(0, "BEGIN");
+    await query(0, "SELECT txid_current()");
+    await query(1, "BEGIN");
+    await updatePost(1, id, "second to begin, first to change");
+    const t1 = updatePost(0, id, "first to begin, second to change");
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    await query(1, "COMMIT");
+    await t1;
+    await query(0, "COMMIT");
+    await numberAll();
+    expect((await log.readAfter(start, 100)).map(titleOf)).toEqual([
+      "second to begin, first to change",
+      "first to begin, second to change",
+    ]);
+  });
+
+  it("gives no number to a rolled-back change, nor to a change rolled back to a savepoint", async () => {
+    const kept = await insertPost(0, "kept");
+    const start = await numberAll();
+    await query(0, "BEGIN");
+    await insertPost(0, "rolled back");
+    await updatePost(0, kept, "rolled back too");
+    await query(0, "ROLLBACK");
+    await query(1, "BEGIN");
+    await query(1, "SAVEPOINT s");
+    await insertPost(1, "undone");
+    await query(1, "ROLLBACK TO SAVEPOINT s");
+    const done = await insertPost(1, "done");
+    await query(1, "COMMIT");
+    await numberAll();
+    const events = await log.readAfter(start, 100);
+    expect(events.map((event) => [event.number, event.postId, titleOf(event)])).toEqual([
+      [start + 1, done, "done"],
+    ]);
+    expect(
+      await query(2, "SELECT count(*)::int AS unnumbered FROM post_events WHERE number IS NULL"),
+    ).toEqual([{ unnumbered: 0 }]);
+  });
+
+  it("lets one sequencer run at a time, and a sequencer that dies gives no number at all", async () => {
+    const start = await numberAll();
+    await insertPost(0, "a");
+    await insertPost(0, "b");
+    // A sequencer of another instance, holding the lock, numbers the rows and dies before commit.
+    await query(1, "BEGIN");
+    await query(1, "SELECT pg_advisory_xact_lock(8101829370236954228)");
+    await query(
+      1,
+      `UPDATE post_events SET number = (SELECT coalesce(max(number), 0) FROM post_events) + 1000 + seq,
+       numbered_at = now() WHERE number IS NULL`,
+    );
+    expect(await log.numberPending()).toBe("busy");
+    const [{ pid } = { pid: 0 }] = await query<{ pid: number }>(1, "SELECT pg_backend_pid() AS pid");
+    await query(2, "SELECT pg_terminate_backend($1)", [pid]);
+    await (clients[1] as pg.Client).end().catch(() => {});
+    const replacement = new pg.Client({ connectionString: database.connectionString });
+    replacement.on("error", () => {});
+    await replacement.connect();
+    clients[1] = replacement;
+    expect(numbers(await log.readAfter(start, 100))).toEqual([]);
+    expect(await numberAll()).toBe(start + 2);
+    expect(numbers(await log.readAfter(start, 100))).toEqual([start + 1, start + 2]);
+  });
+
+  it("without notifications, the periodic check numbers what waits and tells the subscribers", async () => {
+    const start = await numberAll();
+    const checked = new PostgresChangeEventLog(database.db, { checkIntervalMs: 100 });
+    const heard: number[] = [];
+    const stop = checked.subscribe((last) => heard.push(last));
+    await checked.start();
+    try {
+      await numberAll();
+      await insertPost(2, "checked");
+      const deadline = Date.now() + 5000;
+      while (!heard.includes(start + 1) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      expect(heard).toContain(start + 1);
+      expect(numbers(await log.readAfter(start, 10))).toEqual([start + 1]);
+    } finally {
+      stop();
+      await checked.close();
+    }
+  });
+
+  // A model of what must hold, checked on random interleavings of a few transactions, each a
+  // few changes of shared posts on its own connection, committed or rolled back, with the
+  // sequencer run at random moments and readers looking after every step.
+  it("keeps 1..n contiguous, each post's events in version order, and one event per committed change, whatever the interleaving", async () => {
+    type Step =
+      | { kind: "insert"; tx: number }
+      | { kind: "update"; tx: number; post: number }
+      | { kind: "delete"; tx: number; post: number }
+      | { kind: "number" };
+    const transactions = 3;
+    const step: fc.Arbitrary<Step> = fc.oneof(
+      fc.record({ kind: fc.constant("insert" as const), tx: fc.nat(transactions - 1) }),
+      fc.record({ kind: fc.constant("update" as const), tx: fc.nat(transactions - 1), post: fc.nat(2) }),
+      fc.record({ kind: fc.constant("delete" as const), tx: fc.nat(transactions - 1), post: fc.nat(2) }),
+      fc.constant({ kind: "number" as const }),
+    );
+    const scenario = fc.record({
+      steps: fc.array(step, { minLength: 1, maxLength: 12 }),
+      commits: fc.array(fc.boolean(), { minLength: transactions, maxLength: transactions }),
+      endOrder: fc.shuffledSubarray([0, 1, 2], { minLength: 3, maxLength: 3 }),
+    });
+
+    await fc.assert(
+      fc.asyncProperty(scenario, async ({ steps, commits, endOrder }) => {
+        const shared = [await insertPost(3, "s0"), await insertPost(3, "s1"), await insertPost(3, "s2")];
+        const start = await numberAll();
+        const failed = new Set<number>();
+        // What each transaction changed, as its statements reported it: [post id, title or deleted].
+        const changes: [number, number, string][] = [];
+        const pending: Promise<unknown>[] = [];
+        const run = (tx: number, statement: () => Promise<unknown[]>, record: (rows: unknown[]) => void) => {
+          pending.push(
+            statement().then(record, () => {
+              // A deadlock victim, or a statement after it: the transaction will roll back.
+              failed.add(tx);
+            }),
+          );
+        };
+        for (let tx = 0; tx < transactions; tx++) pending.push(query(tx, "BEGIN"));
+        let counter = 0;
+        for (const each of steps) {
+          if (each.kind === "number") {
+            // Readers see a prefix of 1..n, whatever is open or blocked.
+            await log.numberPending();
+            expectNoGap(await log.readAfter(start, 100_000));
+            continue;
+          }
+          const title = `t${++counter}`;
+          const { tx } = each;
+          if (each.kind === "insert") {
+            run(
+              tx,
+              () =>
+                query<{ id: string }>(
+                  tx,
+                  "INSERT INTO posts (title, content, created_at, updated_at, user_id) VALUES ($1, 'c', now(), now(), $2) RETURNING id",
+                  [title, authorId],
+                ),
+              (rows) => {
+                for (const row of rows as { id: string }[]) changes.push([tx, Number(row.id), title]);
+              },
+            );
+          } else if (each.kind === "update") {
+            const id = shared[each.post] as number;
+            run(
+              tx,
+              () => updatePost(tx, id, title),
+              (rows) => {
+                if (rows.length > 0) changes.push([tx, id, title]);
+              },
+            );
+          } else {
+            const id = shared[each.post] as number;
+            run(
+              tx,
+              () => query(tx, "DELETE FROM posts WHERE id = $1 RETURNING id", [id]),
+              (rows) => {
+                if (rows.length > 0) changes.push([tx, id, "deleted"]);
+              },
+            );
+          }
+          // Lets the statement reach the server (or block there) before the next step.
+          await new Promise((resolve) => setTimeout(resolve, 2));
+        }
+        for (const tx of endOrder) {
+          const end = commits[tx] ? "COMMIT" : "ROLLBACK";
+          pending.push(query(tx, end).catch(() => failed.add(tx)));
+        }
+        await Promise.all(pending);
+        // A transaction with a failed statement ends in ROLLBACK, whatever was asked.
+        const committed = new Set([0, 1, 2].filter((tx) => commits[tx] && !failed.has(tx)));
+        await numberAll();
+
+        const events = await log.readAfter(start, 100_000);
+        expectNoGap(events);
+        expect(events[0]?.number ?? start + 1).toBe(start + 1);
+        const expected = changes.filter(([tx]) => committed.has(tx)).map(([, id, what]) => `${id}:${what}`);
+        const seen = events.map(
+          (event) => `${event.postId}:${event.type === "post.deleted" ? "deleted" : event.post.title}`,
+        );
+        // Exactly one event per committed change.
+        expect([...seen].sort()).toEqual([...expected].sort());
+        // Each post's events follow its versions; nothing follows its deletion.
+        for (const id of new Set(events.map((event) => event.postId))) {
+          const own = events.filter((event) => event.postId === id);
+          const versions = own.flatMap((event) =>
+            event.type === "post.deleted" ? [] : [event.post.updatedAt.getTime()],
+          );
+          expect(versions).toEqual([...versions].sort((a, b) => a - b));
+          expect(new Set(versions).size).toBe(versions.length);
+          const deletion = own.findIndex((event) => event.type === "post.deleted");
+          expect(deletion === -1 || deletion === own.length - 1).toBe(true);
+        }
+      }),
+      { numRuns: 40 },
+    );
+  });
+});

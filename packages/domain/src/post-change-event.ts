@@ -1,0 +1,34 @@
+import type { Post } from "./post.js";
+
+/** The kinds of change a post goes through, as the event's `type` names them. */
+export type PostChangeType = "post.created" | "post.updated" | "post.deleted";
+
+/** The names of {@link PostChangeType}, in the order a post can go through them. */
+export const POST_CHANGE_TYPES: readonly PostChangeType[] = ["post.created", "post.updated", "post.deleted"];
+
+/** What every change event carries, whatever its type. */
+interface ChangeEventHead {
+  /**
+   * The event's place in the one order of every change of every post: 1, 2, 3, … with no gap
+   * and no repeat; a post's events are numbered in the order of its changes.
+   */
+  readonly number: number;
+  /** The post that changed. */
+  readonly postId: number;
+  /**
+   * The change's instant: the post's `updatedAt` for a creation or an update (its `createdAt`
+   * for a creation, which is the same), the store's clock at the deletion for a deletion.
+   */
+  readonly occurredAt: Date;
+}
+
+/**
+ * One successful change of one post, once it has its number. A creation and an update carry
+ * the post as it was right after the change; a deletion carries only the post's id (the post is
+ * gone, and with it perhaps its author). A change that failed or was rolled back has no event,
+ * and a replayed idempotent creation, which changes nothing, has none either.
+ */
+export type PostChangeEvent =
+  | (ChangeEventHead & { readonly type: "post.created"; readonly post: Post })
+  | (ChangeEventHead & { readonly type: "post.updated"; readonly post: Post })
+  | (ChangeEventHead & { readonly type: "post.deleted" });
