@@ -111,7 +111,13 @@ export async function buildHttpApp(options: HttpAppOptions): Promise<FastifyInst
   // Before every route: @fastify/swagger collects routes as they are added.
   await app.register(openApi);
   if (options.metrics !== false) {
-    await app.register(metrics, { poolStats: options.poolStats, postCacheStats: options.postCache?.stats });
+    const postCache = options.postCache;
+    await app.register(metrics, {
+      poolStats: options.poolStats,
+      // Called on the cache itself: a class instance's method loses its `this` when passed alone.
+      postCacheStats: postCache === undefined ? undefined : () => postCache.stats(),
+      standbyStats: options.standbyStats,
+    });
   }
 
   const context: RouteContext = {

@@ -32,6 +32,29 @@ export interface DatabasePoolStats {
   readonly waiting: number;
 }
 
+/** One hot standby as GET /metrics shows it. */
+export interface StandbyStats {
+  /** Where it is (`host:port/database`), never its credentials. */
+  readonly label: string;
+  /** Whether it is in the rotation. */
+  readonly up: boolean;
+  /** Bytes of WAL it has yet to replay, as last seen; `undefined` when unknown. */
+  readonly replayLagBytes: number | undefined;
+  /** Reads it answered. */
+  readonly reads: number;
+}
+
+/** Reads answered by hot standbys since the process started (GET /metrics). */
+export interface StandbyReadStats {
+  readonly standbys: readonly StandbyStats[];
+  /** Reads a standby could have answered that the primary answered, by reason. */
+  readonly fallbacks: Readonly<Record<string, number>>;
+  /** Reads a standby answered, as of its last replayed change, while the primary did not answer. */
+  readonly readsWithoutPrimary: number;
+  /** Statements that asked the primary for its WAL position, each serving a batch of reads. */
+  readonly positionQueries: number;
+}
+
 /** What a post repository's cache has done since it was made, and holds now (GET /metrics). */
 export interface PostCacheStats {
   /** Posts a page found cached at the version it lists. */
@@ -106,6 +129,8 @@ export interface HttpAppOptions {
   readonly metrics?: boolean;
   /** Read at each scrape of /metrics for the `db_pool_*` gauges; none when absent (no pool). */
   readonly poolStats?: () => DatabasePoolStats;
+  /** Read at each scrape of /metrics for the `db_standby_*` metrics; none when absent (no standbys). */
+  readonly standbyStats?: () => StandbyReadStats;
   /**
    * Given when `deps.posts` caches posts: the JSON of each post the cache holds is then kept
    * beside it (for as long as that object lives) and written again from there, and /metrics

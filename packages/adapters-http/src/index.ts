@@ -13,4 +13,6 @@ export type {
   HttpTimeouts,
   PostCacheAccess,
   PostCacheStats,
+  StandbyReadStats,
+  StandbyStats,
 } from "./http-app-options.js";

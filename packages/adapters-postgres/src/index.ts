@@ -8,6 +8,17 @@ export type { RunStatement } from "./connection/direct-statements.js";
 export { isDatabaseUnavailable } from "./connection/is-database-unavailable.js";
 export type { NotificationListener, Notifications } from "./connection/notifications.js";
 export type { PoolStats } from "./connection/pool-for-kysely.js";
+export {
+  createStandbyReads,
+  FALLBACK_REASONS,
+  type FallbackReason,
+  isRecoveryConflict,
+  type StandbyPool,
+  type StandbyReadStats,
+  type StandbyReads,
+  type StandbyReadsOptions,
+  type StandbyStats,
+} from "./connection/standby-reads/standby-reads.js";
 export { parseInt8, parseTimestamptz } from "./connection/type-parsers.js";
 export {
   type DatabaseLease,

@@ -25,6 +25,10 @@ export type DatabaseConfig =
        * connection); off behind a pooler that cannot keep them (PgBouncer in transaction mode).
        */
       readonly namedStatements: boolean;
+      /** `DATABASE_READ_URLS`: hot standbys of `url` that may answer reads; empty for none. Never logged. */
+      readonly readUrls: readonly string[];
+      /** `READ_REPLICA_MAX_WAIT_MS`: longest a read waits for a standby to catch up before the primary answers. */
+      readonly readMaxWaitMs: number;
     }
   | {
       /** PostgreSQL in WASM (PGlite), persisted in `directory`. */
@@ -120,6 +124,12 @@ export function loadConfig(env: Environment): Result<AppConfig, readonly string[
         "generate one with: openssl rand -base64 48).",
     });
   }
+  if (settings.DATABASE_READ_URLS.length > 0 && !isSet(env, "DATABASE_URL")) {
+    problems.push({
+      name: "DATABASE_READ_URLS",
+      message: "DATABASE_READ_URLS names standbys of the DATABASE_URL server: set DATABASE_URL too.",
+    });
+  }
   if (problems.length > 0) return err(inSettingsOrder(problems).map((problem) => problem.message));
   return ok(configFrom(settings));
 }
@@ -140,6 +150,8 @@ function configFrom(s: Settings): AppConfig {
             connectTimeoutMs: s.DB_CONNECT_TIMEOUT_MS,
             statementTimeoutMs: s.DB_STATEMENT_TIMEOUT_MS,
             namedStatements: s.DB_NAMED_STATEMENTS,
+            readUrls: s.DATABASE_READ_URLS,
+            readMaxWaitMs: s.READ_REPLICA_MAX_WAIT_MS,
           },
     jwt: {
       secret:

@@ -91,11 +91,19 @@ export function createContainer(seeds: ContainerSeeds): DependencyContainer {
   container.register(TOKENS.postRepository, {
     useFactory: instanceCachingFactory((c) => {
       const cache = c.resolve(TOKENS.postCache);
-      return new PostgresPostRepository(c.resolve(TOKENS.database).db, cache === undefined ? {} : { cache });
+      // With standbys, the reads one may answer go through the database's standby reads.
+      const { db, readStatements } = c.resolve(TOKENS.database);
+      return new PostgresPostRepository(db, {
+        ...(cache === undefined ? {} : { cache }),
+        ...(readStatements === undefined ? {} : { readStatements }),
+      });
     }),
   });
   container.register(TOKENS.userRepository, {
-    useFactory: instanceCachingFactory((c) => new PostgresUserRepository(c.resolve(TOKENS.database).db)),
+    useFactory: instanceCachingFactory((c) => {
+      const { db, readStatements } = c.resolve(TOKENS.database);
+      return new PostgresUserRepository(db, readStatements === undefined ? {} : { readStatements });
+    }),
   });
   // In the database, whatever its engine: every instance counts the same attempts.
   container.register(TOKENS.attemptCounter, {
@@ -173,6 +181,7 @@ export function createContainer(seeds: ContainerSeeds): DependencyContainer {
         attemptCounter: c.resolve(TOKENS.attemptCounter),
         metrics: config.metrics,
         poolStats: database.poolStats,
+        ...(database.standbyStats === undefined ? {} : { standbyStats: database.standbyStats }),
         ...(postCache === undefined ? {} : { postCache }),
         changeEvents: c.resolve(TOKENS.changeEvents),
         timeouts: {

@@ -18,6 +18,8 @@ export async function openDatabase(config: DatabaseConfig, logger: Logger): Prom
     connectionTimeoutMillis: config.connectTimeoutMs,
     statementTimeoutMillis: config.statementTimeoutMs,
     namedStatements: config.namedStatements,
+    readConnectionStrings: config.readUrls,
+    readMaxWaitMillis: config.readMaxWaitMs,
     // The pool drops such a connection by itself; this only makes a server restart visible.
     onIdleClientError: (error) =>
       logger.warn({ err: error }, "a database connection failed; the pool replaces it"),

@@ -143,7 +143,11 @@ function readList(name: string, item: Schema, raw: string, must: string | undefi
   if (item.format !== undefined) {
     const check = FORMAT_CHECKS[item.format];
     const invalid = entries.filter((entry) => !check(entry));
-    if (invalid.length > 0) return refused(`${name} must be ${must}; these are not: ${invalid.join(", ")}.`);
+    if (invalid.length > 0) {
+      // Entries that may hold a password (standby URLs) are never echoed.
+      if (item.secret === true) return refused(`${name} must be ${must}.`);
+      return refused(`${name} must be ${must}; these are not: ${invalid.join(", ")}.`);
+    }
   }
   const problems = entries.flatMap((entry, index) => {
     const problem = stringProblem(`${name} entry ${index + 1} of ${entries.length}`, item, entry, item.must);

@@ -36,6 +36,8 @@ export const MAX_TIMER_MS = 2_147_483_647;
 /** A century in milliseconds: now plus more would soon leave the range of a JavaScript Date. */
 export const MAX_IDEMPOTENCY_TTL_MS = 3_153_600_000_000;
 const MIB = 1_048_576;
+/** How long change events are kept by default: seven days. */
+export const DEFAULT_EVENTS_RETENTION_MS = 604_800_000;
 
 /**
  * The JWT key length floor of CONTRACT §4, the same as the HTTP adapter's `MIN_SECRET_BYTES`
@@ -68,6 +70,18 @@ export const SETTINGS = Type.Object({
         "the PostgreSQL server (`postgres://` or `postgresql://`); unset = embedded PostgreSQL (PGlite) in `DATA_DIR/pglite`",
     }),
   ),
+  DATABASE_READ_URLS: Type.Array(Type.String({ format: "postgres-url", secret: true }), {
+    default: [],
+    must: "a comma-separated list of URLs of the form postgres://user:password@host:5432/database",
+    description:
+      "hot standbys of the `DATABASE_URL` server; reads (a post, pages, search, a login's user lookup) are answered by one that has replayed every write acknowledged before the read arrived (README *Beyond one database server*); none = every statement on `DATABASE_URL`",
+  }),
+  READ_REPLICA_MAX_WAIT_MS: Type.Integer({
+    default: 50,
+    minimum: 0,
+    maximum: MAX_TIMER_MS,
+    description: "longest a read waits for a standby to catch up before the primary answers it",
+  }),
   DATA_DIR: Type.String({ default: "./data", description: "embedded database and generated JWT key" }),
   JWT_SECRET: Type.Optional(
     Type.String({
@@ -198,13 +212,13 @@ export const SETTINGS = Type.Object({
     description:
       "how long an `Idempotency-Key` of `POST /api/v1/posts` is remembered; past it the same key creates a new post",
   }),
+  // The same ceiling as the keys': past a century, now minus it leaves the range of a Date.
   EVENTS_RETENTION_MS: Type.Integer({
-    default: 604_800_000,
+    default: DEFAULT_EVENTS_RETENTION_MS,
     minimum: 1,
-    // The same ceiling as the keys': past a century, now minus it leaves the range of a Date.
     maximum: MAX_IDEMPOTENCY_TTL_MS,
     description:
-      "how long change events are kept at least (default seven days), then forgotten by the expiry sweep from the oldest, never the newest; a feed resumed before the oldest kept answers `reset` (stream) or 410 (page)",
+      "how long change events stay in the feed at least; resuming before the oldest kept event answers `reset` (stream) or 410 (page)",
   }),
   POST_CACHE_MAX_BYTES: Type.Integer({
     default: 36 * MIB,

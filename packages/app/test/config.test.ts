@@ -51,6 +51,8 @@ describe("loadConfig", () => {
       PORT: "3000",
       HOST: "127.0.0.1",
       DATABASE_URL: "postgres://app:pw@db.internal:5432/posts",
+      DATABASE_READ_URLS: "postgres://app:pw@standby-a:5432/posts, postgres://app:pw@standby-b:5432/posts",
+      READ_REPLICA_MAX_WAIT_MS: "20",
       DATA_DIR: "/var/lib/posts",
       JWT_SECRET: SECRET_32,
       JWT_ISSUER: "me",
@@ -90,6 +92,8 @@ describe("loadConfig", () => {
         connectTimeoutMs: 1000,
         statementTimeoutMs: 2000,
         namedStatements: false,
+        readUrls: ["postgres://app:pw@standby-a:5432/posts", "postgres://app:pw@standby-b:5432/posts"],
+        readMaxWaitMs: 20,
       },
       jwt: { secret: { from: "environment", secret: SECRET_32 }, issuer: "me", ttlMs: 60_000 },
       bodyLimit: 2048,
@@ -140,6 +144,36 @@ describe("loadConfig", () => {
     expect(database({})).toMatchObject({ kind: "postgres", namedStatements: true });
     expect(database({ DB_NAMED_STATEMENTS: "false" })).toMatchObject({ namedStatements: false });
     expect(database({ DB_NAMED_STATEMENTS: "TRUE" })).toMatchObject({ namedStatements: true });
+  });
+
+  it("reads from no standby unless DATABASE_READ_URLS names some, and waits 50 ms for one by default", () => {
+    const database = (env: Environment) =>
+      valid({ DATABASE_URL: "postgres://h/db", JWT_SECRET: SECRET_32, ...env }).database;
+    expect(database({})).toMatchObject({ readUrls: [], readMaxWaitMs: 50 });
+    expect(database({ DATABASE_READ_URLS: " , " })).toMatchObject({ readUrls: [] });
+    expect(
+      database({ DATABASE_READ_URLS: "postgresql://s1/db", READ_REPLICA_MAX_WAIT_MS: "0" }),
+    ).toMatchObject({
+      readUrls: ["postgresql://s1/db"],
+      readMaxWaitMs: 0,
+    });
+  });
+
+  it("refuses standby URLs that are not PostgreSQL URLs, never echoing them, and standbys without a primary", () => {
+    expect(
+      problems({
+        DATABASE_URL: "postgres://h/db",
+        JWT_SECRET: SECRET_32,
+        DATABASE_READ_URLS: "postgres://u:secret@s1/db,mysql://u:secret@s2/db",
+        READ_REPLICA_MAX_WAIT_MS: "soon",
+      }),
+    ).toEqual([
+      "DATABASE_READ_URLS must be a comma-separated list of URLs of the form postgres://user:password@host:5432/database.",
+      'READ_REPLICA_MAX_WAIT_MS must be a whole number from 0 to 2147483647, got "soon".',
+    ]);
+    expect(problems({ DATABASE_READ_URLS: "postgres://s1/db" })).toEqual([
+      "DATABASE_READ_URLS names standbys of the DATABASE_URL server: set DATABASE_URL too.",
+    ]);
   });
 
   it("takes the JWT secret as given, surrounding spaces included", () => {

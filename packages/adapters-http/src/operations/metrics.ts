@@ -1,9 +1,10 @@
 import type { FastifyPluginCallback } from "fastify";
 import fp from "fastify-plugin";
 import { Counter, collectDefaultMetrics, Gauge, Registry } from "prom-client";
-import type { DatabasePoolStats, PostCacheStats } from "../http-app-options.js";
+import type { DatabasePoolStats, PostCacheStats, StandbyReadStats } from "../http-app-options.js";
 import { MetricsRouteSchema } from "../schemas/operational-route-schemas.js";
 import { RequestMetrics } from "./request-metrics.js";
+import { registerStandbyMetrics } from "./standby-metrics.js";
 
 /** The route label of a request no route matched: one value, however many URLs are probed. */
 const UNMATCHED = "unmatched";
@@ -12,6 +13,7 @@ const UNMATCHED = "unmatched";
 export interface MetricsOptions {
   readonly poolStats?: () => DatabasePoolStats;
   readonly postCacheStats?: (() => PostCacheStats) | undefined;
+  readonly standbyStats?: (() => StandbyReadStats) | undefined;
 }
 
 const plugin: FastifyPluginCallback<MetricsOptions> = (app, options, done) => {
@@ -20,6 +22,7 @@ const plugin: FastifyPluginCallback<MetricsOptions> = (app, options, done) => {
   collectDefaultMetrics({ register: registry });
   if (options.poolStats !== undefined) registerPoolGauges(registry, options.poolStats);
   if (options.postCacheStats !== undefined) registerPostCacheMetrics(registry, options.postCacheStats);
+  if (options.standbyStats !== undefined) registerStandbyMetrics(registry, options.standbyStats);
   const requests = new RequestMetrics();
   for (const metric of requests.metrics()) registry.registerMetric(metric);
 
@@ -134,6 +137,9 @@ function registerPostCacheMetrics(registry: Registry, stats: () => PostCacheStat
  * given `poolStats`, the database pool's `db_pool_connections{state}`, `db_pool_waiting_requests`
  * and `db_pool_max_connections`; given `postCacheStats`, the post cache's
  * `post_cache_lookups_total{result}`, `post_cache_pages_total{read}`, `post_cache_posts` and
- * `post_cache_bytes`.
+ * `post_cache_bytes`; given `standbyStats`, the standbys' `db_standby_up{standby}`,
+ * `db_standby_replay_lag_bytes{standby}`, `db_standby_reads_total{standby}`,
+ * `db_standby_fallback_reads_total{reason}`, `db_standby_position_queries_total` and
+ * `db_standby_reads_without_primary_total`.
  */
 export const metrics = fp(plugin, { name: "posts-metrics", fastify: "5.x" });

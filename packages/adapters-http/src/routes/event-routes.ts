@@ -5,7 +5,7 @@ import type { SendEnvelope } from "../errors/error-envelope.js";
 import { ChangeFeedHub, type RenderedEvent } from "../events/change-feed-hub.js";
 import type { CloudEventRenderer } from "../events/cloud-event.js";
 import { EventStreams, MAX_HEARTBEAT_MS } from "../events/event-stream.js";
-import { EventFeedRouteSchema } from "../schemas/event-route-schemas.js";
+import { ChangeFeedRouteSchema } from "../schemas/event-route-schemas.js";
 
 /** Options of {@link eventRoutes}. */
 export interface EventRoutesOptions {
@@ -60,52 +60,58 @@ const plugin: FastifyPluginCallback<EventRoutesOptions> = (app, options, done) =
     next();
   });
 
-  app.get(EVENTS, { schema: EventFeedRouteSchema }, async (request, reply) => {
-    const query = request.query as Readonly<Record<string, unknown>>;
-    const stream = wantsStream(request);
-    const lastEventId = request.headers["last-event-id"];
-    let after: number | undefined;
-    if (stream && lastEventId !== undefined) {
-      // A reconnecting EventSource sends the URL it first used, ?after= included: the id wins.
-      after = counting(lastEventId);
-      if (after === undefined) return sendEnvelope(reply, 400, { message: MESSAGES.lastEventId });
-    } else if (query.after !== undefined) {
-      after = counting(query.after);
-      if (after === undefined) return sendEnvelope(reply, 400, { message: MESSAGES.after });
-    }
-    let limit = DEFAULT_LIMIT;
-    if (query.limit !== undefined) {
-      const asked = counting(query.limit);
-      if (asked === undefined || asked < 1 || asked > MAX_LIMIT) {
-        return sendEnvelope(reply, 400, { message: MESSAGES.limit });
+  app.get(
+    EVENTS,
+    {
+      schema: ChangeFeedRouteSchema,
+    },
+    async (request, reply) => {
+      const query = request.query as Readonly<Record<string, unknown>>;
+      const stream = wantsStream(request);
+      const lastEventId = request.headers["last-event-id"];
+      let after: number | undefined;
+      if (stream && lastEventId !== undefined) {
+        // A reconnecting EventSource sends the URL it first used, ?after= included: the id wins.
+        after = counting(lastEventId);
+        if (after === undefined) return sendEnvelope(reply, 400, { message: MESSAGES.lastEventId });
+      } else if (query.after !== undefined) {
+        after = counting(query.after);
+        if (after === undefined) return sendEnvelope(reply, 400, { message: MESSAGES.after });
       }
-      limit = asked;
-    }
-
-    if (!stream) {
-      const from = after ?? 0;
-      const events = await hub.read(from, limit, true);
-      const oldest = events[0]?.number;
-      if (oldest !== undefined && oldest !== from + 1) {
-        return sendEnvelope(reply, 410, { message: MESSAGES.gone(oldest) });
+      let limit = DEFAULT_LIMIT;
+      if (query.limit !== undefined) {
+        const asked = counting(query.limit);
+        if (asked === undefined || asked < 1 || asked > MAX_LIMIT) {
+          return sendEnvelope(reply, 400, { message: MESSAGES.limit });
+        }
+        limit = asked;
       }
-      const next = events.length === 0 ? from : (events.at(-1) as RenderedEvent).number;
-      let list = "";
-      for (const event of events) list += list === "" ? event.json : `,${event.json}`;
-      return reply
-        .header("content-type", JSON_TYPE)
-        .header("cache-control", "no-cache")
-        .send(`{"events":[${list}],"next":${next}}`);
-    }
 
-    // Read before the answer starts, so that a database that is down is a 503, not a broken stream.
-    // The newest number also tells the hub how far the log goes, whatever it has heard so far.
-    const last = await hub.lastNumber();
-    const from = after ?? last;
-    const first = await hub.read(from, 500, true);
-    reply.hijack();
-    await streams.serve(reply.raw, reply.getHeaders() as Record<string, string>, hub, from, first);
-  });
+      if (!stream) {
+        const from = after ?? 0;
+        const events = await hub.read(from, limit, true);
+        const oldest = events[0]?.number;
+        if (oldest !== undefined && oldest !== from + 1) {
+          return sendEnvelope(reply, 410, { message: MESSAGES.gone(oldest) });
+        }
+        const next = events.length === 0 ? from : (events.at(-1) as RenderedEvent).number;
+        let list = "";
+        for (const event of events) list += list === "" ? event.json : `,${event.json}`;
+        return reply
+          .header("content-type", JSON_TYPE)
+          .header("cache-control", "no-cache")
+          .send(`{"events":[${list}],"next":${next}}`);
+      }
+
+      // Read before the answer starts, so that a database that is down is a 503, not a broken stream.
+      // The newest number also tells the hub how far the log goes, whatever it has heard so far.
+      const last = await hub.lastNumber();
+      const from = after ?? last;
+      const first = await hub.read(from, 500, true);
+      reply.hijack();
+      await streams.serve(reply.raw, reply.getHeaders() as Record<string, string>, hub, from, first);
+    },
+  );
   done();
 };
 

@@ -1,8 +1,8 @@
 import { EventFeedHeadersSchema, EventFeedQuerySchema, EventPageSchema } from "./event-schemas.js";
 import { envelopeResponse, INVALID_TOKEN, routeResponses } from "./responses.js";
 
-/** GET /api/v1/posts/events: the change feed, as Server-Sent Events or JSON pages. */
-export const EventFeedRouteSchema = {
+/** GET /api/v1/posts/events: the change feed, as JSON pages or Server-Sent Events (CONTRACT §12). */
+export const ChangeFeedRouteSchema = {
   summary: "Follow every change of posts, in order: Server-Sent Events or JSON pages",
   description:
     "Each change is one event, numbered 1, 2, 3, … for the whole service with no gap. With " +
@@ -33,4 +33,4 @@ export const EventFeedRouteSchema = {
     410: envelopeResponse('JSON page after events no longer kept: "Gone", with the oldest kept in message'),
     401: INVALID_TOKEN,
   }),
-};
+} as const;

@@ -6,6 +6,7 @@ import type { DatabaseHandle } from "./database-handle.js";
 import { DIRECT_STATEMENTS } from "./direct-statements.js";
 import { poolForKysely, poolStats } from "./pool-for-kysely.js";
 import { postgresNotifications } from "./postgres-notifications.js";
+import { createStandbyReads, standbyLabel } from "./standby-reads/standby-reads.js";
 import { PREPARED_STATEMENT_NAMES } from "./statement-names.js";
 import { TYPE_PARSERS } from "./type-parsers.js";
 
@@ -37,6 +38,14 @@ export interface PostgresDatabaseOptions {
    * (PgBouncer in transaction mode before 1.21, or with `max_prepared_statements = 0`).
    */
   readonly namedStatements?: boolean;
+  /**
+   * URLs of hot standbys of this server. Given, the handle's `readStatements` answers the reads
+   * a standby may answer from one of them, never older than what the primary had acknowledged
+   * when the read was made (see `createStandbyReads`). Default none.
+   */
+  readonly readConnectionStrings?: readonly string[];
+  /** Longest a read waits for a standby to replay what the primary had acknowledged. Default 50 ms. */
+  readonly readMaxWaitMillis?: number;
   /** Shown in `pg_stat_activity`. Default `posts-service`. */
   readonly applicationName?: string;
   /**
@@ -51,17 +60,78 @@ export interface PostgresDatabaseOptions {
 /**
  * Opens a pool of connections to a PostgreSQL server; connections are made on first use, so
  * this does not fail when the server is down. Every connection reads int8 and timestamptz with
- * this adapter's parsers (set on this pool only, never on `pg`'s global defaults).
+ * this adapter's parsers (set on this pool only, never on `pg`'s global defaults). Given
+ * `readConnectionStrings`, also a pool per standby, with the same settings, behind the handle's
+ * `readStatements`.
  */
 export function createPostgresDatabase(options: PostgresDatabaseOptions): DatabaseHandle {
   const statementTimeout = options.statementTimeoutMillis ?? 5000;
   const queryTimeout = options.queryTimeoutMillis ?? (statementTimeout > 0 ? statementTimeout + 1000 : 0);
 
+  const pool = openPool(options.connectionString, options, statementTimeout);
+  const names = options.namedStatements === false ? undefined : PREPARED_STATEMENT_NAMES;
+  const { forKysely, run } = poolForKysely(pool, queryTimeout, names);
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: forKysely }) });
+  DIRECT_STATEMENTS.set(db, run);
+  // Its connection opens on the first LISTEN only: a handle nobody listens on costs nothing more.
+  const listening = postgresNotifications({
+    connectionString: options.connectionString,
+    applicationName: `${options.applicationName ?? "posts-service"} (listen)`,
+    ...(options.onIdleClientError === undefined ? {} : { onError: options.onIdleClientError }),
+  });
+  const handle: DatabaseHandle = {
+    db,
+    engine: "postgres",
+    close: closeOnce({
+      destroy: async () => {
+        await listening.close();
+        await db.destroy();
+      },
+    }),
+    poolStats: () => poolStats(pool),
+    notifications: listening.notifications,
+  };
+  const readUrls = options.readConnectionStrings ?? [];
+  if (readUrls.length === 0) return handle;
+
+  const reads = createStandbyReads({
+    primary: run,
+    standbys: readUrls.map((url) => ({
+      label: standbyLabel(url),
+      pool: openPool(url, options, statementTimeout),
+    })),
+    ...(options.readMaxWaitMillis === undefined ? {} : { maxWaitMs: options.readMaxWaitMillis }),
+    readTimeoutMillis: queryTimeout,
+    names,
+  });
+  const closePrimary = handle.close;
+  let closing: Promise<void> | undefined;
+  return {
+    ...handle,
+    close: () => {
+      closing ??= Promise.all([reads.close(), closePrimary()]).then(() => undefined);
+      return closing;
+    },
+    readStatements: reads.run,
+    standbyStats: reads.stats,
+  };
+}
+
+/**
+ * A `pg` pool for `connectionString` with the settings of `options`: int8 and timestamptz read
+ * with this adapter's parsers (on this pool only, never on `pg`'s global defaults), and every
+ * connection's errors reported once to `onIdleClientError`.
+ */
+function openPool(
+  connectionString: string,
+  options: PostgresDatabaseOptions,
+  statementTimeout: number,
+): pg.Pool {
   const types = new pg.TypeOverrides();
   for (const [oid, parse] of Object.entries(TYPE_PARSERS)) types.setTypeParser(Number(oid), parse);
 
   const pool = new pg.Pool({
-    connectionString: options.connectionString,
+    connectionString,
     max: options.poolSize ?? 10,
     connectionTimeoutMillis: options.connectionTimeoutMillis ?? 3000,
     idleTimeoutMillis: options.idleTimeoutMillis ?? 10_000,
@@ -88,30 +158,5 @@ export function createPostgresDatabase(options: PostgresDatabaseOptions): Databa
   // pg-pool re-emits here the error of an idle client it has discarded: already reported above.
   pool.on("error", () => {});
 
-  const { forKysely, run } = poolForKysely(
-    pool,
-    queryTimeout,
-    options.namedStatements === false ? undefined : PREPARED_STATEMENT_NAMES,
-  );
-  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: forKysely }) });
-  DIRECT_STATEMENTS.set(db, run);
-  // Its connection opens on the first LISTEN only: a handle nobody listens on costs nothing more.
-  const listening = postgresNotifications({
-    connectionString: options.connectionString,
-    applicationName: `${options.applicationName ?? "posts-service"} (listen)`,
-    ...(options.onIdleClientError === undefined ? {} : { onError: options.onIdleClientError }),
-  });
-  const close = closeOnce({
-    destroy: async () => {
-      await listening.close();
-      await db.destroy();
-    },
-  });
-  return {
-    db,
-    engine: "postgres",
-    close,
-    poolStats: () => poolStats(pool),
-    notifications: listening.notifications,
-  };
+  return pool;
 }

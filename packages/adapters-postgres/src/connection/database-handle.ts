@@ -1,7 +1,9 @@
 import type { Kysely } from "kysely";
 import type { Database } from "../schema/database.js";
+import type { RunStatement } from "./direct-statements.js";
 import type { Notifications } from "./notifications.js";
 import type { PoolStats } from "./pool-for-kysely.js";
+import type { StandbyReadStats } from "./standby-reads/standby-reads.js";
 
 /** Which PostgreSQL a handle talks to: a server through `pg`, or PGlite in this process. */
 export type DatabaseEngine = "postgres" | "pglite";
@@ -17,6 +19,15 @@ export interface DatabaseHandle {
   close(): Promise<void>;
   /** How the connection pool is used right now; absent for PGlite, which has one connection and no pool. */
   readonly poolStats?: () => PoolStats;
+  /**
+   * Present when the server has hot standbys to read from (`readConnectionStrings`): runs a
+   * read that a standby may answer (a post by id, a page, a search, a login's user lookup),
+   * reflecting at least every commit acknowledged before the call. Absent: such reads run on
+   * the primary like every other statement.
+   */
+  readonly readStatements?: RunStatement;
+  /** With `readStatements`: each standby's state, lag and reads, and the reads the primary answered instead. */
+  readonly standbyStats?: () => StandbyReadStats;
   /** LISTEN/NOTIFY on this database; absent when the handle cannot listen. */
   readonly notifications?: Notifications;
 }

@@ -13,10 +13,11 @@ export const USE_CASE_OF_ROUTE: Readonly<Record<string, string>> = {
   "GET /api/v1/posts/:id": "getPost",
   "PATCH /api/v1/posts/:id": "patchPost",
   "DELETE /api/v1/posts/:id": "deletePost",
+  "GET /api/v1/posts/events": "readChangeEvents",
   "POST /api/v1/user": "registerUser",
   "POST /api/v1/user/login": "login",
   "GET /api/v1/user": "getMe",
-  "DELETE /api/v1/user": "deleteMe",
+  "DELETE /api/v1/user": "deleteAccount",
 };
 
 /** The use case a route runs, or `undefined` for a route that runs none (health, metrics, docs). */

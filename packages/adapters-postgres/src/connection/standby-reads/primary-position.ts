@@ -1,0 +1,74 @@
+import type { RunStatement } from "../direct-statements.js";
+import { parseWalPosition, type WalPosition } from "./wal-position.js";
+
+/**
+ * The primary's WAL position that covers every commit it has acknowledged. A commit is answered
+ * only once its record is flushed (`synchronous_commit` on, local or remote_*), so the flush
+ * position covers it; it is also exactly as far as a walsender ships WAL, so a standby can
+ * always reach it. `pg_current_wal_lsn()` (the write position) or the insert position would
+ * ask for WAL that may sit unflushed in the primary's buffers for up to `wal_writer_delay`,
+ * and make reads fall back for nothing. With `synchronous_commit = off` a commit is answered
+ * before its flush, and only the insert position covers it, so that setting selects it.
+ */
+export const PRIMARY_POSITION_SQL =
+  "SELECT (CASE WHEN current_setting('synchronous_commit') = 'off' THEN pg_current_wal_insert_lsn() " +
+  "ELSE pg_current_wal_flush_lsn() END)::text AS position";
+
+/**
+ * Learns the primary's WAL position for reads, one statement for a batch of them: a read may
+ * only use a position learned by a statement sent after the read arrived (a write acknowledged
+ * just before the read arrived may be past an answer already on its way). So a read that
+ * arrives while a statement is in flight waits for the next one, which is sent as soon as that
+ * one is answered and serves every read that arrived in the meantime: the primary answers at
+ * most one of these statements at a time per process, however many reads there are.
+ */
+export class PrimaryPosition {
+  readonly #run: RunStatement;
+  #inFlight: Promise<WalPosition> | undefined;
+  #queued: Promise<WalPosition> | undefined;
+  #latest: WalPosition | undefined;
+  #asked = 0;
+
+  constructor(run: RunStatement) {
+    this.#run = run;
+  }
+
+  /** A position the primary reported after this call: every commit acknowledged before the call is at or before it. */
+  afterNow(): Promise<WalPosition> {
+    if (this.#inFlight === undefined) return this.#send();
+    const inFlight = this.#inFlight;
+    this.#queued ??= inFlight.then(noop, noop).then(() => {
+      this.#queued = undefined;
+      return this.#send();
+    });
+    return this.#queued;
+  }
+
+  /** The last position the primary reported, if any. */
+  get latest(): WalPosition | undefined {
+    return this.#latest;
+  }
+
+  /** How many of these statements were sent to the primary. */
+  get asked(): number {
+    return this.#asked;
+  }
+
+  #send(): Promise<WalPosition> {
+    this.#asked += 1;
+    const answer = this.#run(PRIMARY_POSITION_SQL, []).then((rows) => {
+      const position = parseWalPosition((rows[0] as { position?: unknown } | undefined)?.position);
+      if (position === undefined) throw new Error("the primary reported no WAL position");
+      if (this.#latest === undefined || position > this.#latest) this.#latest = position;
+      return position;
+    });
+    this.#inFlight = answer;
+    const done = () => {
+      if (this.#inFlight === answer) this.#inFlight = undefined;
+    };
+    answer.then(done, done);
+    return answer;
+  }
+}
+
+function noop(): void {}
