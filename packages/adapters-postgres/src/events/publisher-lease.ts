@@ -4,7 +4,7 @@ import pg from "pg";
 export interface DatabaseLease {
   /** Aborts when the lease is lost: its connection died or stopped answering. */
   readonly lost: AbortSignal;
-  /** Gives the lease up (closes its connection). Idempotent. */
+  /** Gives the lease up (unlocks, then closes its connection); another may take it once this resolves. Idempotent. */
   release(): Promise<void>;
 }
 
@@ -109,24 +109,31 @@ export class PostgresPublisherLease implements DatabaseLeaseArbiter {
   }
 
   #hold(client: pg.Client): DatabaseLease {
+    const key = this.#options.lockKey ?? EVENT_RELAY_LOCK_KEY;
     const lost = new AbortController();
-    const lose = (reason: string) => {
-      if (lost.signal.aborted) return;
+    const lose = (reason: string): Promise<void> => {
+      if (lost.signal.aborted) return Promise.resolve();
       clearInterval(heartbeat);
       lost.abort(new Error(reason));
-      client.end().catch(() => undefined);
+      return client.end().catch(() => undefined);
     };
-    client.on("error", (error) => lose(`the lease's connection failed: ${error.message}`));
-    client.on("end", () => lose("the lease's connection ended"));
+    client.on("error", (error) => void lose(`the lease's connection failed: ${error.message}`));
+    client.on("end", () => void lose("the lease's connection ended"));
     const heartbeat = setInterval(() => {
       client
         .query("SELECT 1")
-        .catch((error: Error) => lose(`the lease's connection stopped answering: ${error.message}`));
+        .catch((error: Error) => void lose(`the lease's connection stopped answering: ${error.message}`));
     }, this.#options.heartbeatMs ?? 2000);
     heartbeat.unref();
     return {
       lost: lost.signal,
-      release: async () => lose("released"),
+      release: async () => {
+        if (lost.signal.aborted) return;
+        // Unlocked on the server before the answer comes back: the session's end is noticed later,
+        // and another instance asking in between would still find the lock taken.
+        await client.query("SELECT pg_advisory_unlock($1::bigint)", [String(key)]).catch(() => undefined);
+        await lose("released");
+      },
     };
   }
 }
