@@ -27,6 +27,14 @@ export default defineConfig({
       project("adapters-nats", { testTimeout: 60_000, hookTimeout: 60_000 }),
       project("app", { testTimeout: 60_000, hookTimeout: 90_000 }),
       project("conformance"),
+      // The repository's own Markdown: every relative link resolves to a file inside it.
+      defineProject({
+        test: {
+          name: "repository",
+          root: fileURLToPath(new URL("./scripts", import.meta.url)),
+          include: ["markdown-links.test.ts"],
+        },
+      }),
       // The packed libraries installed with npm outside the workspace, and the examples run on them.
       defineProject({
         test: {

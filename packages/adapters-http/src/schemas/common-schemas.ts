@@ -11,8 +11,8 @@ export const TimestampSchema = Type.String({
 });
 
 /**
- * What a `:id` path segment must be for a route to look it up: ASCII digits only. The schema,
- * the 403 guard of PATCH/DELETE and the 404 of GET all test this one pattern.
+ * What a `:id` path segment must be for a route to look it up: ASCII digits only. The 403 guard
+ * of PATCH/DELETE and the 404 of GET both test this one pattern.
  */
 export const ID_PATTERN = "^[0-9]+$";
 

@@ -11,6 +11,8 @@ export const ChangeFeedRouteSchema = {
     'every 15 s, and `event: reset` with data {"oldest": n} first when resuming before the oldest ' +
     "event kept. Otherwise one JSON page after ?after= (default 0) of at most ?limit= events.",
   tags: ["events"],
+  operationId: "listChangeEvents",
+  security: [],
   querystring: EventFeedQuerySchema,
   headers: EventFeedHeadersSchema,
   response: routeResponses({

@@ -14,6 +14,7 @@ import {
 } from "./post-schemas.js";
 import {
   BODY_REFUSALS,
+  EMPTY_BODY_TOO,
   eitherResponse,
   emptyResponse,
   envelopeResponse,
@@ -26,8 +27,10 @@ import {
 
 const TAGS = ["posts"];
 const SECURED = [{ [SECURITY_SCHEME]: [] }];
+/** Anyone may call it; an X-AUTH-TOKEN sent anyway must still be valid (else 401). */
+const PUBLIC: never[] = [];
 
-const forbidden = envelopeResponse("No token, no ROLE_USER, or a non-numeric id");
+const forbidden = envelopeResponse("No token, or no ROLE_USER");
 const notFoundText = textResponse(`No such post: ${HTTP_MESSAGES.postNotFound}`);
 const preconditionFailed = envelopeResponse(
   'If-Match names neither the post\'s current ETag (strong comparison) nor *: "Precondition Failed", nothing changed',
@@ -46,6 +49,7 @@ const notAuthor = (message: string) =>
 
 /** POST /api/v1/posts: create a post, idempotently under an Idempotency-Key. */
 export const CreatePostRouteSchema = {
+  operationId: "createPost",
   summary: "Create a post",
   tags: TAGS,
   security: SECURED,
@@ -73,8 +77,10 @@ export const CreatePostRouteSchema = {
 
 /** GET /api/v1/posts: one keyset page of the newest-first listing, optionally searched. */
 export const ListPostsRouteSchema = {
+  operationId: "listPosts",
   summary: "List posts, newest first, one keyset page at a time",
   tags: TAGS,
+  security: PUBLIC,
   querystring: PostPageQuerySchema,
   headers: ConditionalReadHeadersSchema,
   response: routeResponses({
@@ -95,8 +101,10 @@ export const ListPostsRouteSchema = {
 
 /** GET /api/v1/posts/:id: one post. */
 export const GetPostRouteSchema = {
+  operationId: "getPost",
   summary: "Read one post",
   tags: TAGS,
+  security: PUBLIC,
   params: PostIdParamsSchema,
   headers: ConditionalReadHeadersSchema,
   response: routeResponses({
@@ -107,16 +115,14 @@ export const GetPostRouteSchema = {
     },
     304: notModified("post tag", { ...RESPONSE_HEADERS.strongETag, ...RESPONSE_HEADERS.noCache }),
     401: INVALID_TOKEN,
-    404: eitherResponse(
-      "No such post (text), or a non-numeric id: a path that does not exist (envelope)",
-      notFoundText,
-      envelopeResponse(""),
-    ),
+    // A non-numeric id (a 404 envelope: no such path) is no valid input, which is all the document describes.
+    404: notFoundText,
   }),
 };
 
 /** PATCH /api/v1/posts/:id: change the title and/or content of one's own post. */
 export const PatchPostRouteSchema = {
+  operationId: "updatePost",
   summary: "Change the title and/or content of one's own post",
   tags: TAGS,
   security: SECURED,
@@ -129,9 +135,14 @@ export const PatchPostRouteSchema = {
       headers: RESPONSE_HEADERS.strongETag,
       content: { "application/json": { schema: PostSchema } },
     },
-    400: envelopeResponse(
-      "Body not a JSON object, or every failing field; an EMPTY body when title and content are both null or absent",
-    ),
+    400: {
+      ...envelopeResponse(
+        "Body not a JSON object, or every failing field (the envelope); or an EMPTY body, without Content-Type, " +
+          "when title and content are both null or absent. A client must test the status, not only the body: " +
+          "openapi-fetch, for one, answers `error: undefined` for a body-less failure",
+      ),
+      ...EMPTY_BODY_TOO,
+    },
     401: notAuthor(HTTP_MESSAGES.notAuthorToModify),
     403: forbidden,
     404: notFoundText,
@@ -142,6 +153,7 @@ export const PatchPostRouteSchema = {
 
 /** DELETE /api/v1/posts/:id: delete one's own post. */
 export const DeletePostRouteSchema = {
+  operationId: "deletePost",
   summary: "Delete one's own post",
   tags: TAGS,
   security: SECURED,

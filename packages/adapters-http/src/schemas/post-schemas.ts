@@ -5,7 +5,7 @@ import {
   TITLE_MAX_CODE_POINTS,
 } from "@posts/domain";
 import { type Static, Type } from "typebox";
-import { ID_PATTERN, TimestampSchema } from "./common-schemas.js";
+import { TimestampSchema } from "./common-schemas.js";
 
 /** A post on the wire (CONTRACT §1). Closed: the serializer writes these properties and nothing else. */
 export const PostSchema = Type.Object(
@@ -114,8 +114,12 @@ export const RESPONSE_HEADERS = {
   },
 } as const;
 
-/** The `:id` path parameter. GET answers 404 and PATCH/DELETE 403 for anything but digits. */
-export const PostIdParamsSchema = Type.Object({ id: Type.String({ pattern: ID_PATTERN }) });
+/**
+ * The `:id` path parameter: a post's id. Documentation only, and of valid input only: the
+ * server reads the segment as text, and answers anything but digits (see `ID_PATTERN`) with
+ * 404 on GET and 403 on PATCH and DELETE.
+ */
+export const PostIdParamsSchema = Type.Object({ id: Type.Integer({ format: "int64", minimum: 1 }) });
 
 const Title = Type.String({
   minLength: 1,

@@ -4,10 +4,74 @@ import { ErrorEnvelopeSchema, ErrorJsonSchema } from "./error-schemas.js";
 /** One documented response of a route, as @fastify/swagger reads it. */
 export type ResponseSchema = object;
 
-/** A response carrying the generic error envelope. */
-export function envelopeResponse(description: string) {
-  return { description, content: { "application/json": { schema: ErrorEnvelopeSchema } } };
+/**
+ * Marks a response that has, besides the body its `content` describes, a form with no body at
+ * all (no Content-Type, Content-Length 0). OpenAPI has no word for "this body or none"; the
+ * description says it to people, this extension to tools (the document's own tests read it).
+ */
+export const EMPTY_BODY_TOO = { "x-empty-body": true } as const;
+
+/** The `Retry-After` of a 429 or 503, as OpenAPI documents a response header. */
+export const RETRY_AFTER_HEADER = {
+  "Retry-After": { type: "integer", minimum: 1, description: "Seconds to wait before trying again" },
+} as const;
+
+/** A response carrying the generic error envelope, and `headers` when given. */
+export function envelopeResponse(description: string, headers?: object) {
+  return {
+    description,
+    ...(headers === undefined ? {} : { headers }),
+    content: { "application/json": { schema: ErrorEnvelopeSchema } },
+  };
 }
+
+/** A 429 or 503: the envelope with `Retry-After`. */
+export function retryLaterResponse(description: string) {
+  return envelopeResponse(description, RETRY_AFTER_HEADER);
+}
+
+const JSON_BODY_OF = new WeakMap<object, object>();
+
+/**
+ * A JSON response whose body is `schema`, with `headers` when given, in the form Fastify
+ * compiles the serializer from (the schema at the status itself, which serializes whatever
+ * the content type). {@link documentedResponse} turns it into OpenAPI's form.
+ */
+export function jsonResponse<const S extends object>(description: string, schema: S, headers?: object) {
+  const response = { ...schema, description, ...(headers === undefined ? {} : { headers }) };
+  JSON_BODY_OF.set(response, schema);
+  return response;
+}
+
+/**
+ * The OpenAPI form of a response made by {@link jsonResponse} (`content` holding its schema),
+ * else `undefined`.
+ */
+export function documentedResponse(response: object): object | undefined {
+  const schema = JSON_BODY_OF.get(response);
+  if (schema === undefined) return undefined;
+  const { description, headers } = response as { description: string; headers?: object };
+  return {
+    description,
+    ...(headers === undefined ? {} : { headers }),
+    content: { "application/json": { schema } },
+  };
+}
+
+/**
+ * The 405 of a method that a documented path does not list, with `Allow`. No operation can
+ * state it (it belongs to none), so the document names it among its components.
+ */
+export const METHOD_NOT_ALLOWED_RESPONSE = {
+  description: "The path exists, not with this method: the generic error envelope",
+  headers: {
+    Allow: {
+      description: "The methods the path has, comma-separated",
+      schema: { type: "string", examples: ["GET, PATCH, DELETE"] },
+    },
+  },
+  content: { "application/json": { schema: { $ref: "#/components/schemas/ErrorEnvelope" } } },
+} as const;
 
 /** A response carrying `{"error": "..."}`. */
 export function errorJsonResponse(description: string) {
@@ -48,7 +112,7 @@ export const BODY_REFUSALS = {
 
 const SERVER_FAILURES = {
   500: envelopeResponse("Unexpected failure; carries no internal detail"),
-  503: envelopeResponse("Database unavailable; see Retry-After"),
+  503: retryLaterResponse("Database unavailable, or the instance is shutting down; see Retry-After"),
 } as const;
 
 /**
