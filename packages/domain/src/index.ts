@@ -18,6 +18,8 @@ export type {
   PostPageQuery,
   PostRepository,
   PostUpdate,
+  SearchPageQuery,
+  SearchPageRead,
 } from "./ports/post-repository.js";
 export type { IssuedToken, TokenClaims, TokenIssuer } from "./ports/token-issuer.js";
 export { claimsFor, DEFAULT_TOKEN_LIFETIME_MS } from "./ports/token-issuer.js";
@@ -29,8 +31,10 @@ export {
   answerForUsedKey,
   applyOwnedUpdate,
   checkOwnedWrite,
+  DEFAULT_SEARCH_BUDGET,
   matchesPageQuery,
   selectPage,
+  selectSearchPage,
 } from "./post-repository-rules.js";
 export type { PostText } from "./post-rules.js";
 export {

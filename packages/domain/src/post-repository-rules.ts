@@ -4,6 +4,7 @@ import type {
   PostDeletion,
   PostPageQuery,
   PostUpdate,
+  SearchPageQuery,
 } from "./ports/post-repository.js";
 import { type NewPost, nextUpdatedAt, type Post } from "./post.js";
 import { err, ok, type Result } from "./result.js";
@@ -62,6 +63,40 @@ export function selectPage<P extends Pick<Post, "id" | "author" | "title" | "con
     if (page.length > limit) page.pop();
   }
   return page;
+}
+
+/**
+ * How many posts a search page reads at most, by default, in a store that bounds it by posts
+ * read (`PostRepository.searchPage`): enough for a page of any size of a term in one post in a
+ * hundred, few enough that reading them stays quick.
+ */
+export const DEFAULT_SEARCH_BUDGET = 5000;
+
+/**
+ * The search page `query` selects from `posts`, given in any order, reading at most `budget` of
+ * them (a positive integer): the `budget` newest posts below `query.beforeId` (by
+ * `query.authorId` when given) are read, newest first, until `query.limit` of them match. When
+ * the budget runs out first and older posts remain, the page stops at the last post read:
+ * `resumeBelow` is its id. What `PostRepository.searchPage` answers when `posts` are all the
+ * store holds and it counts its work in posts read.
+ */
+export function selectSearchPage<P extends Pick<Post, "id" | "author" | "title" | "content">>(
+  posts: Iterable<P>,
+  query: SearchPageQuery,
+  budget: number,
+): { readonly posts: P[]; readonly resumeBelow?: number } {
+  const { search, limit, ...window } = query;
+  // One more than the budget tells whether older posts remain beyond those read.
+  const read = selectPage(posts, { ...window, limit: budget + 1 });
+  const matches = pageFilter(query);
+  const page: P[] = [];
+  let at = 0;
+  for (; at < Math.min(read.length, budget) && page.length < limit; at++) {
+    const post = read[at] as P;
+    if (matches(post)) page.push(post);
+  }
+  if (page.length === limit || read.length <= budget) return { posts: page };
+  return { posts: page, resumeBelow: (read[at - 1] as P).id };
 }
 
 const foldAscii = (text: string) => text.replace(/[A-Z]+/g, (letters) => letters.toLowerCase());
