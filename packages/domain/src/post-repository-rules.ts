@@ -67,10 +67,11 @@ export function selectPage<P extends Pick<Post, "id" | "author" | "title" | "con
 
 /**
  * How many posts a search page reads at most, by default, in a store that bounds it by posts
- * read (`PostRepository.searchPage`): enough for a page of any size of a term in one post in a
- * hundred, few enough that reading them stays quick.
+ * read (`PostRepository.searchPage`): a full page of 20 for any term in one post in 150 or more,
+ * while a page that reads them all stays within tens of milliseconds on PostgreSQL
+ * (bench/RESULTS.md).
  */
-export const DEFAULT_SEARCH_BUDGET = 5000;
+export const DEFAULT_SEARCH_BUDGET = 3000;
 
 /**
  * The search page `query` selects from `posts`, given in any order, reading at most `budget` of

@@ -40,6 +40,11 @@ type SizeStatements = Variants<Variants<PreparedStatement<SearchValues, SearchRo
  * cannot cost more than `budget` rows whatever the planner estimates, because the limit sits
  * inside the subquery the filter reads. The walk is a generic plan, so these statements are
  * named: the same plan serves every term.
+ *
+ * The pattern is matched in the "C" collation, which folds ASCII letters only, as the port's
+ * narrowest reading and the in-memory store do: in a database of another locale ILIKE would
+ * lower-case each post whole through that locale, about twice the CPU per post read
+ * (bench/RESULTS.md), and its folding of other letters would depend on how the database was made.
  */
 export class SearchPages {
   readonly #db: Kysely<Database>;
@@ -122,7 +127,8 @@ export class SearchPages {
                   (SELECT u.email FROM users u WHERE u.id = r.user_id) AS author_email,
                   NULL::int8 AS scanned
              FROM (${read(sql`id, title, content, created_at, updated_at, user_id`)}) r
-            WHERE r.title ILIKE ${p.pattern} ESCAPE '\\' OR r.content ILIKE ${p.pattern} ESCAPE '\\'
+            WHERE r.title COLLATE "C" ILIKE ${p.pattern} ESCAPE '\\'
+               OR r.content COLLATE "C" ILIKE ${p.pattern} ESCAPE '\\'
             ORDER BY r.id DESC
             LIMIT ${sql.lit(limit)})
           UNION ALL
