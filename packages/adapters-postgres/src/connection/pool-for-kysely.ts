@@ -95,7 +95,12 @@ export function poolForKysely(
           timed.run(sql, parameters, (failure, result) => {
             timed.release();
             if (failure) reject(failure);
-            else resolve(result?.rows ?? []);
+            // Several statements in one text without parameters answer one result each: the rows
+            // are the last statement's (the ones before it set things up).
+            else
+              resolve(
+                (Array.isArray(result) ? (result.at(-1) as pg.QueryResult | undefined) : result)?.rows ?? [],
+              );
           });
         });
       }),

@@ -52,6 +52,12 @@ export interface PostgresPostRepositoryOptions {
    * see searches stop early.
    */
   readonly searchBudget?: number;
+  /**
+   * How long, in milliseconds, a search page's trigram step may take on a PostgreSQL server
+   * (see `SearchPages`): the step that fills a rare term's page from the trigram indexes once the
+   * walk ran out of budget. 0 leaves it out. Absent: 50.
+   */
+  readonly searchIndexStepMs?: number;
 }
 
 /**
@@ -84,6 +90,7 @@ export class PostgresPostRepository implements PostRepository {
       options.searchBudget ?? DEFAULT_SEARCH_BUDGET,
       options.readStatements,
       this.#cache,
+      options.searchIndexStepMs,
     );
     this.#plain = new PlainCreation(db);
     this.#idempotent = new IdempotentCreation(db);

@@ -36,7 +36,8 @@ describe("search pages on a PostgreSQL server", () => {
         SELECT 'user' || g || '@example.com', 'hash', now() FROM generate_series(1, 10) AS g`);
       await pool.query(`
         INSERT INTO posts (title, content, created_at, updated_at, user_id)
-        SELECT 'Post ' || g || CASE WHEN g <= 5 THEN ' Very Old' ELSE '' END,
+        SELECT 'Post ' || g || CASE WHEN g <= 5 THEN ' Very Old' ELSE '' END
+                 || CASE WHEN g <= ${2 * BUDGET} THEN ' Cluster' ELSE '' END,
                md5(g::text) || CASE WHEN g = 3 THEN ' only here: very old' ELSE '' END,
                now(), now(), 1 + g % 10
         FROM generate_series(1, ${POSTS}) AS g`);
@@ -46,6 +47,7 @@ describe("search pages on a PostgreSQL server", () => {
       const newest = ids.at(-1) as number;
       const oldest = ids.slice(0, 5).reverse();
 
+      // Through a Kysely of its own, which has no direct runner: the walk alone.
       const posts = new PostgresPostRepository(observed, { searchBudget: BUDGET });
       const first = await posts.searchPage({ limit: 21, search: "VERY old" });
       expect(first.posts).toEqual([]);
@@ -85,6 +87,34 @@ describe("search pages on a PostgreSQL server", () => {
       expect(seen).toEqual(oldest);
       expect(cursors[0]).toBe(encodeCursor(newest - BUDGET + 1));
       expect(cursors.at(-1)).toBeNull();
+
+      // On the adapter's own pool the trigram step follows a walk that found too little: every
+      // match of a rare term below where the walk stopped, on the first page.
+      // A step time no busy machine reaches here, so that what is checked is what the step finds.
+      const withIndex = new PostgresPostRepository(database().db, {
+        searchBudget: BUDGET,
+        searchIndexStepMs: 10_000,
+      });
+      expect(await withIndex.searchPage({ limit: 21, search: "VERY old" })).toEqual({
+        posts: await Promise.all(oldest.map(async (id) => await withIndex.findById(id))),
+      });
+      expect(await withIndex.searchPage({ limit: 2, search: "very old" })).toEqual({
+        posts: await Promise.all(oldest.slice(0, 2).map(async (id) => await withIndex.findById(id))),
+      });
+      // More matches below than the budget: the bitmap is not used, the page ends where the walk did.
+      expect(await withIndex.searchPage({ limit: 21, search: "cluster" })).toEqual({
+        posts: [],
+        resumeBelow: ids.at(-BUDGET),
+      });
+      // Without the step (0 ms) a rare term's page is the walk's.
+      const walkOnly = new PostgresPostRepository(database().db, {
+        searchBudget: BUDGET,
+        searchIndexStepMs: 0,
+      });
+      expect(await walkOnly.searchPage({ limit: 21, search: "very old" })).toEqual({
+        posts: [],
+        resumeBelow: ids.at(-BUDGET),
+      });
     } finally {
       await observed.destroy();
     }

@@ -1,6 +1,7 @@
 import { MAX_PAGE_SIZE, type Post, type SearchPageQuery, type SearchPageRead } from "@posts/domain";
 import { type Kysely, type RawBuilder, sql } from "kysely";
-import type { RunStatement } from "../../connection/direct-statements.js";
+import { DIRECT_STATEMENTS, type RunStatement } from "../../connection/direct-statements.js";
+import { sqlStateOf } from "../../connection/sql-state.js";
 import { parseInt8 } from "../../connection/type-parsers.js";
 import type { Database } from "../../schema/database.js";
 import type { PostCache } from "../post-cache.js";
@@ -8,6 +9,14 @@ import { type PostRow, toPost } from "../post-row.js";
 import { type PreparedStatement, prepare } from "../prepare.js";
 import { containsPattern } from "./read-statements.js";
 import { bothVariants, type Variants, variant } from "./variants.js";
+
+/** How long the trigram step of a search page may take, by default, in milliseconds. */
+const DEFAULT_INDEX_STEP_MS = 50;
+
+/** `text` as an SQL string literal (E'…'), whatever the server's standard_conforming_strings. */
+function stringLiteral(text: string): string {
+  return `E'${text.replace(/\\/g, "\\\\").replace(/'/g, "''")}'`;
+}
 
 /** The values of one search page statement. */
 interface SearchValues {
@@ -27,24 +36,30 @@ type ScanRow = { readonly scanned: number | string; readonly id: number | string
 type SizeStatements = Variants<Variants<PreparedStatement<SearchValues, SearchRow | ScanRow>>>;
 
 /**
- * Search pages of bounded work (`PostRepository.searchPage`): a page reads at most `budget` posts
- * below its cursor, newest first, along the primary key (or the author's index with an author),
- * tests each against the pattern and stops at `limit` matches or at the end of its budget. One
- * statement, so one snapshot decides both the matches and where the page stopped.
+ * Search pages of bounded work (`PostRepository.searchPage`), in two steps.
  *
- * Why not the trigram indexes, which answer `listPage`'s searches: a bitmap of a term reads the
- * posting lists of all its trigrams over the whole table, so its cost follows how common the
- * term's trigrams are, not the page (half a second for a term whose trigrams are in every post,
- * seconds for a few such trigrams that never occur together; bench/RESULTS.md), and PostgreSQL
- * offers no way to stop it early. A walk of the primary key with a `LIMIT` below the filter
- * cannot cost more than `budget` rows whatever the planner estimates, because the limit sits
- * inside the subquery the filter reads. The walk is a generic plan, so these statements are
- * named: the same plan serves every term.
+ * The walk: a page reads at most `budget` posts below its cursor, newest first, along the primary
+ * key (or the author's index with an author), tests each against the pattern and stops at
+ * `limit` matches or at the end of its budget; one statement, so one snapshot decides both the
+ * matches and where the page stopped. A `LIMIT` inside the subquery the filter reads cannot cost
+ * more than `budget` rows whatever the planner estimates, and the walk is a generic plan, so
+ * these statements are named. Terms in more than one post in a few thousand end here.
  *
- * The pattern is matched in the "C" collation, which folds ASCII letters only, as the port's
- * narrowest reading and the in-memory store do: in a database of another locale ILIKE would
- * lower-case each post whole through that locale, about twice the CPU per post read
- * (bench/RESULTS.md), and its folding of other letters would depend on how the database was made.
+ * The trigram step, on a PostgreSQL server, for a term of three or more characters whose walk ran
+ * out of budget short of a page: the trigram indexes' bitmap below where the walk stopped, kept
+ * only when it holds at most `budget` matches and answers within `indexStepMs` (see
+ * `#fromTheIndex`). A rare term's page is then full, or its last, however old its matches;
+ * otherwise the page ends where the walk stopped and the next one walks on.
+ *
+ * Why not the trigram indexes alone, as `listPage` searches: a bitmap of a term reads the posting
+ * lists of all its trigrams over the whole table, so its cost follows how common the term's
+ * trigrams are, not the page (half a second for a term whose trigrams are in every post; more for
+ * several such trigrams that never occur together; bench/RESULTS.md), and only a timeout stops it.
+ *
+ * Both steps match in the "C" collation, which folds ASCII letters only, as the port's narrowest
+ * reading and the in-memory store do: in a database of another locale ILIKE lower-cases each post
+ * whole through that locale, about twice the CPU per post read (bench/RESULTS.md), and its
+ * folding of other letters would depend on how the database was made.
  */
 export class SearchPages {
   readonly #db: Kysely<Database>;
@@ -52,20 +67,34 @@ export class SearchPages {
   readonly #budget: number;
   readonly #cache: PostCache | undefined;
   readonly #forLimit = new Map<number, SizeStatements>();
+  /** Where the trigram step runs; without it (PGlite) pages walk the primary key only. */
+  readonly #direct: RunStatement | undefined;
+  readonly #indexStepMs: number;
 
   /**
    * `budget`: the most posts one page reads, a positive integer. `run`: where the statements go
    * (a standby's pool), the database's own pool when absent. `cache`: whose objects a page lists
    * for the posts it holds at their version; nothing is stored in it.
    */
-  constructor(db: Kysely<Database>, budget: number, run?: RunStatement, cache?: PostCache) {
+  constructor(
+    db: Kysely<Database>,
+    budget: number,
+    run?: RunStatement,
+    cache?: PostCache,
+    indexStepMs: number = DEFAULT_INDEX_STEP_MS,
+  ) {
     if (!(Number.isSafeInteger(budget) && budget >= 1)) {
       throw new RangeError("the search budget must be a positive integer");
+    }
+    if (!(Number.isSafeInteger(indexStepMs) && indexStepMs >= 0)) {
+      throw new RangeError("the search's index step time must be a whole number of milliseconds");
     }
     this.#db = db;
     this.#budget = budget;
     this.#run = run;
     this.#cache = cache;
+    this.#direct = run ?? DIRECT_STATEMENTS.get(db);
+    this.#indexStepMs = indexStepMs;
   }
 
   /** `PostRepository.searchPage`. */
@@ -86,7 +115,53 @@ export class SearchPages {
     if (posts.length >= limit || scan === undefined || scan.id === null) return { posts };
     // Fewer posts read than the budget: the page reached the oldest post there is.
     if (Number(scan.scanned) < this.#budget) return { posts };
-    return { posts, resumeBelow: parseInt8(scan.id) };
+    const stoppedAt = parseInt8(scan.id);
+    const older = await this.#fromTheIndex(query, stoppedAt, limit - posts.length);
+    if (older === undefined) return { posts, resumeBelow: stoppedAt };
+    // Every match below where the walk stopped is known: the page is full, or the search is over.
+    return { posts: [...posts, ...older] };
+  }
+
+  /**
+   * The trigram step, for a term of three or more characters whose walk ran out of budget: the
+   * newest `wanted` matches below `below` from the trigram indexes' bitmap, when there are at most
+   * `budget` of them (all are then known, and a rare term's page is full however old its matches);
+   * `undefined` when there are more, or when the bitmap alone would take longer than the step's
+   * time (a term whose trigrams are all common reads their posting lists over the whole table,
+   * whatever it matches: PostgreSQL can only be stopped by a statement timeout there). The
+   * statement goes as one text with its settings (`SET LOCAL` lasts for that text only), values
+   * written as literals, since a text of several statements takes no parameters.
+   */
+  async #fromTheIndex(query: SearchPageQuery, below: number, wanted: number): Promise<Post[] | undefined> {
+    const run = this.#direct;
+    if (run === undefined || this.#indexStepMs === 0 || [...query.search].length < 3) return undefined;
+    const pattern = stringLiteral(containsPattern(query.search));
+    const byAuthor = query.authorId === undefined ? "" : `AND user_id = ${Math.trunc(query.authorId)}`;
+    // `id + 0` and the settings leave the bitmap as the only plan: a walk of the primary key
+    // filtered row by row is what this step exists to avoid. The index is matched in the
+    // database's collation, which it was built in, and each candidate again in "C", as the walk.
+    const text = `SET LOCAL statement_timeout = ${this.#indexStepMs};
+      SET LOCAL enable_seqscan = off; SET LOCAL enable_indexscan = off;
+      SELECT c.id, c.title, c.content, c.created_at, c.updated_at, c.user_id AS author_id,
+             (SELECT u.email FROM users u WHERE u.id = c.user_id) AS author_email, c.found
+        FROM (SELECT m.*, count(*) OVER () AS found
+                FROM (SELECT id, title, content, created_at, updated_at, user_id FROM posts
+                       WHERE id + 0 < ${Math.trunc(below)} ${byAuthor}
+                         AND (title ILIKE ${pattern} ESCAPE E'\\\\' OR content ILIKE ${pattern} ESCAPE E'\\\\')
+                         AND (title COLLATE "C" ILIKE ${pattern} ESCAPE E'\\\\'
+                              OR content COLLATE "C" ILIKE ${pattern} ESCAPE E'\\\\')
+                       LIMIT ${this.#budget + 1}) m) c
+       ORDER BY c.id DESC
+       LIMIT ${Math.trunc(wanted)}`;
+    let rows: (PostRow & { found: number | string })[];
+    try {
+      rows = (await run(text, [])) as (PostRow & { found: number | string })[];
+    } catch (error) {
+      if (sqlStateOf(error) === "57014") return undefined; // the step's own timeout
+      throw error;
+    }
+    if (rows.length > 0 && Number(rows[0]?.found) > this.#budget) return undefined;
+    return rows.map((row) => this.#post(row));
   }
 
   #post(row: PostRow): Post {
