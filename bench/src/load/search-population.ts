@@ -71,6 +71,9 @@ export async function searchPopulation(client: pg.Client, posts: number): Promis
     [SEARCH_TERMS.oldAscii.toLowerCase(), "planted, only the oldest 1 % (contents, ASCII)"],
     ["no such term anywhere", "absent"],
     ["없는 말", "absent"],
+    // Words of every post in an order none has: the trigram indexes read all their posting lists.
+    ["amet dolor", "absent, its trigrams in every post"],
+    ["ipsum lorem sit", "absent, its trigrams in every post"],
   ];
   for (const [term, kind] of planted) terms.push({ term, kind });
   // Digit runs: the posts whose number starts with them lie in clusters, the longest old.

@@ -95,16 +95,25 @@ export function poolForKysely(
           timed.run(sql, parameters, (failure, result) => {
             timed.release();
             if (failure) reject(failure);
-            // Several statements in one text without parameters answer one result each: the rows
-            // are the last statement's (the ones before it set things up).
-            else
-              resolve(
-                (Array.isArray(result) ? (result.at(-1) as pg.QueryResult | undefined) : result)?.rows ?? [],
-              );
+            else resolve(rowsOf(result));
           });
         });
       }),
   };
+}
+
+/**
+ * The rows a statement answered. A text of several statements without parameters answers one
+ * result each: the rows are then those of the last one that answered any (the others set
+ * things up or tidy up, and answer none).
+ */
+function rowsOf(result: pg.QueryResult | pg.QueryResult[] | undefined): unknown[] {
+  if (!Array.isArray(result)) return result?.rows ?? [];
+  for (let i = result.length - 1; i >= 0; i--) {
+    const rows = result[i]?.rows;
+    if (rows !== undefined && rows.length > 0) return rows;
+  }
+  return [];
 }
 
 /** How `pool` is used right now. */

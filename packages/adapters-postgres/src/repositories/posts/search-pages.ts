@@ -130,7 +130,10 @@ export class SearchPages {
    * time (a term whose trigrams are all common reads their posting lists over the whole table,
    * whatever it matches: PostgreSQL can only be stopped by a statement timeout there). The
    * statement goes as one text with its settings (`SET LOCAL` lasts for that text only), values
-   * written as literals, since a text of several statements takes no parameters.
+   * written as literals, since a text of several statements takes no parameters. The text ends
+   * with a statement of its own: a timeout that fires as the SELECT ends is then reported to this
+   * text rather than left pending for the next statement on the connection (another request's),
+   * which it would cancel (seen under load).
    */
   async #fromTheIndex(query: SearchPageQuery, below: number, wanted: number): Promise<Post[] | undefined> {
     const run = this.#direct;
@@ -152,7 +155,8 @@ export class SearchPages {
                               OR content COLLATE "C" ILIKE ${pattern} ESCAPE E'\\\\')
                        LIMIT ${this.#budget + 1}) m) c
        ORDER BY c.id DESC
-       LIMIT ${Math.trunc(wanted)}`;
+       LIMIT ${Math.trunc(wanted)};
+      SET LOCAL statement_timeout = 0`;
     let rows: (PostRow & { found: number | string })[];
     try {
       rows = (await run(text, [])) as (PostRow & { found: number | string })[];
