@@ -10,6 +10,9 @@ import { type PreparedStatement, prepare } from "../prepare.js";
 import { containsPattern } from "./read-statements.js";
 import { bothVariants, type Variants, variant } from "./variants.js";
 
+/** SQLSTATE query_canceled: what a statement timeout raises. */
+const SQLSTATE_QUERY_CANCELED = "57014";
+
 /** How long the trigram step of a search page may take, by default, in milliseconds. */
 const DEFAULT_INDEX_STEP_MS = 50;
 
@@ -67,8 +70,8 @@ export class SearchPages {
   readonly #budget: number;
   readonly #cache: PostCache | undefined;
   readonly #forLimit = new Map<number, SizeStatements>();
-  /** Where the trigram step runs; without it (PGlite) pages walk the primary key only. */
-  readonly #direct: RunStatement | undefined;
+  /** Whether `db` is a server's pool (createPostgresDatabase): PGlite pages only walk. */
+  readonly #onServer: boolean;
   readonly #indexStepMs: number;
 
   /**
@@ -93,7 +96,7 @@ export class SearchPages {
     this.#budget = budget;
     this.#run = run;
     this.#cache = cache;
-    this.#direct = run ?? DIRECT_STATEMENTS.get(db);
+    this.#onServer = DIRECT_STATEMENTS.has(db);
     this.#indexStepMs = indexStepMs;
   }
 
@@ -130,14 +133,11 @@ export class SearchPages {
    * time (a term whose trigrams are all common reads their posting lists over the whole table,
    * whatever it matches: PostgreSQL can only be stopped by a statement timeout there). The
    * statement goes as one text with its settings (`SET LOCAL` lasts for that text only), values
-   * written as literals, since a text of several statements takes no parameters. The text ends
-   * with a statement of its own: a timeout that fires as the SELECT ends is then reported to this
-   * text rather than left pending for the next statement on the connection (another request's),
-   * which it would cancel (seen under load).
+   * written as literals, since a text of several statements takes no parameters. It runs on the
+   * database's own pool (a connection of its own, see below), not through `run`.
    */
   async #fromTheIndex(query: SearchPageQuery, below: number, wanted: number): Promise<Post[] | undefined> {
-    const run = this.#direct;
-    if (run === undefined || this.#indexStepMs === 0 || [...query.search].length < 3) return undefined;
+    if (!this.#onServer || this.#indexStepMs === 0 || [...query.search].length < 3) return undefined;
     const pattern = stringLiteral(containsPattern(query.search));
     const byAuthor = query.authorId === undefined ? "" : `AND user_id = ${Math.trunc(query.authorId)}`;
     // `id + 0` and the settings leave the bitmap as the only plan: a walk of the primary key
@@ -155,15 +155,24 @@ export class SearchPages {
                               OR content COLLATE "C" ILIKE ${pattern} ESCAPE E'\\\\')
                        LIMIT ${this.#budget + 1}) m) c
        ORDER BY c.id DESC
-       LIMIT ${Math.trunc(wanted)};
-      SET LOCAL statement_timeout = 0`;
-    let rows: (PostRow & { found: number | string })[];
-    try {
-      rows = (await run(text, [])) as (PostRow & { found: number | string })[];
-    } catch (error) {
-      if (sqlStateOf(error) === "57014") return undefined; // the step's own timeout
-      throw error;
-    }
+       LIMIT ${Math.trunc(wanted)}`;
+    type Row = PostRow & { found: number | string };
+    const timedOut = (error: unknown) => {
+      if (sqlStateOf(error) !== SQLSTATE_QUERY_CANCELED) throw error;
+      return undefined;
+    };
+    // One connection for the step and a statement after it: a timeout that fires as the step
+    // ends stays pending in the server and cancels the next statement on that connection (seen
+    // under load, a few in a thousand), which must be this one rather than another request's.
+    const rows = await this.#db.connection().execute(async (connection) => {
+      const found = await sql
+        .raw<Row>(text)
+        .execute(connection)
+        .then((result) => result.rows, timedOut);
+      await sql`SELECT 1`.execute(connection).catch(timedOut);
+      return found;
+    });
+    if (rows === undefined) return undefined;
     if (rows.length > 0 && Number(rows[0]?.found) > this.#budget) return undefined;
     return rows.map((row) => this.#post(row));
   }
