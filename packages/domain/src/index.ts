@@ -33,6 +33,7 @@ export {
   checkOwnedWrite,
   DEFAULT_SEARCH_BUDGET,
   matchesPageQuery,
+  pageReaders,
   selectPage,
   selectSearchPage,
 } from "./post-repository-rules.js";

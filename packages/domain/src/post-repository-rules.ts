@@ -3,6 +3,7 @@ import type {
   OwnedWriteFailure,
   PostDeletion,
   PostPageQuery,
+  PostRepository,
   PostUpdate,
   SearchPageQuery,
 } from "./ports/post-repository.js";
@@ -75,7 +76,7 @@ export const DEFAULT_SEARCH_BUDGET = 3000;
 
 /**
  * The search page `query` selects from `posts`, given in any order, reading at most `budget` of
- * them (a positive integer): the `budget` newest posts below `query.beforeId` (by
+ * them (a positive integer, {@link DEFAULT_SEARCH_BUDGET} when absent): the `budget` newest posts below `query.beforeId` (by
  * `query.authorId` when given) are read, newest first, until `query.limit` of them match. When
  * the budget runs out first and older posts remain, the page stops at the last post read:
  * `resumeBelow` is its id. What `PostRepository.searchPage` answers when `posts` are all the
@@ -84,7 +85,7 @@ export const DEFAULT_SEARCH_BUDGET = 3000;
 export function selectSearchPage<P extends Pick<Post, "id" | "author" | "title" | "content">>(
   posts: Iterable<P>,
   query: SearchPageQuery,
-  budget: number,
+  budget: number = DEFAULT_SEARCH_BUDGET,
 ): { readonly posts: P[]; readonly resumeBelow?: number } {
   const { search, limit, ...window } = query;
   // One more than the budget tells whether older posts remain beyond those read.
@@ -98,6 +99,21 @@ export function selectSearchPage<P extends Pick<Post, "id" | "author" | "title" 
   }
   if (page.length === limit || read.length <= budget) return { posts: page };
   return { posts: page, resumeBelow: (read[at - 1] as P).id };
+}
+
+/**
+ * `PostRepository.listPage` and `searchPage` for a store that holds its posts in memory:
+ * {@link selectPage} and {@link selectSearchPage} over what `posts()` answers at each call, the
+ * search reading at most `budget` posts a page.
+ */
+export function pageReaders(
+  posts: () => Iterable<Post>,
+  budget: number = DEFAULT_SEARCH_BUDGET,
+): Pick<PostRepository, "listPage" | "searchPage"> {
+  return {
+    listPage: async (query) => selectPage(posts(), query),
+    searchPage: async (query) => selectSearchPage(posts(), query, budget),
+  };
 }
 
 const foldAscii = (text: string) => text.replace(/[A-Z]+/g, (letters) => letters.toLowerCase());
