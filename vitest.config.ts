@@ -24,6 +24,7 @@ export default defineConfig({
       project("domain"),
       project("adapters-postgres", { testTimeout: 30_000, hookTimeout: 60_000 }),
       project("adapters-http", { testTimeout: 20_000, hookTimeout: 60_000 }),
+      project("adapters-nats", { testTimeout: 60_000, hookTimeout: 60_000 }),
       project("app", { testTimeout: 60_000, hookTimeout: 90_000 }),
       project("conformance"),
       project("client"),

@@ -39,6 +39,11 @@ export interface Options {
    * (development only: create and patch leave their posts behind, and the recorded run seeds afresh).
    */
   readonly reuseDatabase: boolean;
+  /**
+   * Only the search pages of a population of terms drawn from the data, on the service alone
+   * (no baseline, no other scenario), their latency distribution per class of term.
+   */
+  readonly searchOnly: boolean;
 }
 
 const HELP = `Usage: pnpm bench [-- options]
@@ -59,6 +64,8 @@ const HELP = `Usage: pnpm bench [-- options]
   --service-node-args="A B"  extra node arguments for the service (profiling, trying a V8 flag)
   --reuse-database      measure on the database an earlier run seeded with the same counts
                         instead of seeding it again (development only)
+  --search-only         only search pages: a few hundred terms drawn from the data and planted
+                        ones, first, following and deep pages, latency per class (service alone)
   --only a,b            scenarios to run (get-one, get-304, list-first, list-deep, list-user,
                         list-cold, search-rare, search-common, search-korean, create,
                         create-key, patch, login)
@@ -82,6 +89,7 @@ export function parseOptions(argv: readonly string[]): Options {
       "login-connections": { type: "string" },
       "search-connections": { type: "string" },
       "reuse-database": { type: "boolean", default: false },
+      "search-only": { type: "boolean", default: false },
       "probe-rate": { type: "string" },
       posts: { type: "string" },
       users: { type: "string" },
@@ -123,6 +131,7 @@ export function parseOptions(argv: readonly string[]): Options {
     quick,
     serviceNodeArgs: values["service-node-args"]?.split(" ").filter((a) => a !== "") ?? [],
     reuseDatabase: values["reuse-database"] ?? false,
+    searchOnly: values["search-only"] ?? false,
   };
   if (options.posts < options.users) throw new Error("--posts must be at least --users");
   return options;

@@ -33,6 +33,8 @@ import {
   serverEnv,
   since,
 } from "./load/harness.js";
+import { measureSearchPages, searchPopulation } from "./load/search-population.js";
+import { renderSearchPages } from "./measure/report.js";
 import { type Options, parseOptions } from "./options.js";
 import { freePorts, runNode, type ServerProcess, startServer } from "./servers/server-process.js";
 
@@ -60,7 +62,8 @@ async function runPostgres(options: Options) {
   const stopAll = () => Promise.all(servers.map((s) => s.stop()));
   process.once("SIGINT", () => void stopAll().then(() => process.exit(130)));
   const started = performance.now();
-  const seedMark = `bench seed: ${options.posts} posts / ${options.users} users`;
+  // Names what the seed plants, so that --reuse-database never measures an older seed.
+  const seedMark = `bench seed (old-end terms): ${options.posts} posts / ${options.users} users`;
   const reused = options.reuseDatabase && (await seededAs(benchUrl, seedMark));
   if (!reused) await recreateDatabase(options.databaseUrl, options.database);
   const client = new pg.Client({ connectionString: benchUrl });
@@ -82,6 +85,11 @@ async function runPostgres(options: Options) {
       await seed(client, options, passwordHash);
       await client.query(`comment on table posts is '${seedMark}'`);
       log(`migrated and seeded ${options.posts} posts over ${options.users} users in ${since(started)}`);
+    }
+
+    if (options.searchOnly) {
+      await runSearchPages(options, envOf(serviceName, servicePort), client);
+      return;
     }
 
     // Every server starts on the seeded database, so none has seen it any other way.
@@ -126,6 +134,33 @@ async function runPostgres(options: Options) {
   } finally {
     await stopAll();
     await client.end();
+  }
+}
+
+/**
+ * `--search-only`: the service alone on the seeded database, asked for the search pages of the
+ * population of terms `searchPopulation` draws, 4 requests at a time (a page's own cost, not a
+ * queue's); prints the latency distribution per class of term and the targets of issue 20.
+ */
+async function runSearchPages(options: Options, env: NodeJS.ProcessEnv, client: pg.Client): Promise<void> {
+  const service = await startServer("service", [SERVICE_MAIN], env, logFile("service-search"));
+  try {
+    const terms = await searchPopulation(client, options.posts);
+    log(`${terms.length} search terms; warming up`);
+    // One unmeasured pass, so that the measured one reads from PostgreSQL's buffers as it would
+    // in steady use rather than measuring the first reads from disk after seeding.
+    await measureSearchPages(service.url, terms, options.posts, 4);
+    const started = performance.now();
+    const timings = await measureSearchPages(service.url, terms, options.posts, 4);
+    const load = `load average ${(os.loadavg()[0] ?? 0).toFixed(2)}`;
+    console.log(
+      `\n## Search pages on PostgreSQL\n\n${new Date().toISOString()} · node ${process.version} · ` +
+        `${os.cpus().length} CPUs · ${options.posts} posts · ${terms.length} terms, 4 at a time · ` +
+        `measured in ${since(started)}, ${load}\n`,
+    );
+    console.log(renderSearchPages(timings));
+  } finally {
+    await service.stop();
   }
 }
 

@@ -1,5 +1,5 @@
 import type { NewPost, Post, PostRepository, User, UserRepository } from "@posts/domain";
-import { applyOwnedUpdate, checkOwnedWrite, err, IdempotencyKeyMemory, ok, selectPage } from "@posts/domain";
+import { applyOwnedUpdate, checkOwnedWrite, err, IdempotencyKeyMemory, ok, pageReaders } from "@posts/domain";
 
 /**
  * Users, posts and idempotency keys in memory: an adapter of the domain's repository ports written
@@ -42,7 +42,7 @@ export function mapRepositories(): { posts: PostRepository; users: UserRepositor
       createIdempotently: async (post, key) => keys.createIdempotently(post, key, create),
       deleteExpiredIdempotencyKeys: async (now) => keys.forgetExpired(now),
       findById: async (id) => posts.get(id),
-      listPage: async (query) => selectPage(posts.values(), query),
+      ...pageReaders(() => posts.values()),
       async update(update) {
         const updated = applyOwnedUpdate(posts.get(update.id), update);
         if (updated.ok) posts.set(update.id, updated.value);

@@ -1,5 +1,5 @@
 import type { NewPost, Post, PostRepository } from "@posts/domain";
-import { applyOwnedUpdate, checkOwnedWrite, IdempotencyKeyMemory, ok, selectPage } from "@posts/domain";
+import { applyOwnedUpdate, checkOwnedWrite, IdempotencyKeyMemory, ok, pageReaders } from "@posts/domain";
 
 /**
  * This service's posts, in a Map behind the domain's `PostRepository` port, deciding by the rules
@@ -24,7 +24,7 @@ export function mapPostStore(accounts: ReadonlyMap<number, string>): PostReposit
     createIdempotently: async (post, key) => keys.createIdempotently(post, key, create),
     deleteExpiredIdempotencyKeys: async (now) => keys.forgetExpired(now),
     findById: async (id) => posts.get(id),
-    listPage: async (query) => selectPage(posts.values(), query),
+    ...pageReaders(() => posts.values()),
     async update(update) {
       const updated = applyOwnedUpdate(posts.get(update.id), update);
       if (updated.ok) posts.set(update.id, updated.value);

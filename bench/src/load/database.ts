@@ -42,7 +42,8 @@ export interface Sql {
  * The search terms the seed plants, in controlled proportions, so that the search scenarios
  * measure each kind of plan on the full table: a term in every post (PostgreSQL should walk the
  * primary key backwards and stop after a page), a term in a few posts (the trigram indexes'
- * bitmap), and a Korean term in some posts (multibyte trigrams).
+ * bitmap), a Korean term in some posts (multibyte trigrams), and two terms only the oldest posts
+ * hold (a newest-first search must get past almost every post before its first match).
  */
 export const SEARCH_TERMS = {
   /** In every post's content. */
@@ -51,6 +52,10 @@ export const SEARCH_TERMS = {
   rare: "quokka",
   /** In the content of one post in {@link KOREAN_EVERY} (5 %). */
   korean: "게시판",
+  /** In the title of the oldest 0.1 % of the posts only: a Korean term that only old pages hold. */
+  oldKorean: "오래된",
+  /** In the content of the oldest 1 % of the posts only: an ASCII term that only old pages hold. */
+  oldAscii: "Archived",
 } as const;
 
 /** One seeded post in this many has the rare term. */
@@ -89,9 +94,11 @@ export async function seed(
   await sql.query(
     `insert into posts (id, title, content, created_at, updated_at, user_id) overriding system value
      select g,
-            'Post number ' || g || case when g % ${RARE_EVERY} = ${RARE_EVERY / 2} then ' ${SEARCH_TERMS.rare}' else '' end,
+            'Post number ' || g || case when g % ${RARE_EVERY} = ${RARE_EVERY / 2} then ' ${SEARCH_TERMS.rare}' else '' end
+              || case when g <= ${counts.posts} / 1000 then ' ${SEARCH_TERMS.oldKorean} 글' else '' end,
             case when g % ${KOREAN_EVERY} = ${KOREAN_EVERY / 2} then '오늘의 ${SEARCH_TERMS.korean} 소식. ' else '' end
-              || repeat('Lorem ${SEARCH_TERMS.common} dolor sit amet, consectetur adipiscing. ', 6) || g,
+              || repeat('Lorem ${SEARCH_TERMS.common} dolor sit amet, consectetur adipiscing. ', 6) || g
+              || case when g <= ${counts.posts} / 100 then ' ${SEARCH_TERMS.oldAscii}.' else '' end,
             t, t, ((g - 1) % ${counts.users}) + 1
      from generate_series(1, ${counts.posts}) g,
           lateral (select timestamptz '2025-01-02 00:00:00+00' + g * interval '1 second' as t) ts`,

@@ -1,5 +1,5 @@
 import type { LoadResult } from "../load/load.js";
-import { median } from "./stats.js";
+import { median, percentile } from "./stats.js";
 
 /** One measured round of one scenario against one server. */
 export interface Round extends LoadResult {
@@ -364,4 +364,64 @@ export function renderVerdicts(verdicts: readonly Verdict[]): string {
     ["target", "measured", ""],
     verdicts.map((v) => [v.target, v.measured, v.pass ? "PASS" : "**FAIL**"]),
   );
+}
+
+/** The latency of one search page of the search-only bench (see `measureSearchPages`). */
+export interface SearchPageTiming {
+  readonly kind: string;
+  readonly page: "first" | "next" | "deep";
+  readonly ms: number;
+  readonly posts: number;
+  readonly status: number;
+}
+
+/** Most milliseconds any search page may take on the full table (issue 20). */
+const SEARCH_PAGE_MAX_MS = 300;
+/** Most median milliseconds of the pages of terms of three characters or more (issue 20). */
+const SEARCH_PAGE_MEDIAN_MS = 100;
+
+/**
+ * The search-only bench as Markdown: per class of term and kind of page, how many pages, their
+ * latency p50/p90/p99/max and the share that held fewer than 20 posts; then the targets.
+ */
+export function renderSearchPages(timings: readonly SearchPageTiming[]): string {
+  const row = (label: string, page: string, of: readonly SearchPageTiming[]) => {
+    const sorted = Float64Array.from(of.map((t) => t.ms)).sort();
+    const short = of.filter((t) => t.posts < 20).length;
+    return [
+      label,
+      page,
+      String(of.length),
+      ...[50, 90, 99, 100].map((p) => fixed(percentile(sorted, p), 1)),
+      `${Math.round((100 * short) / Math.max(1, of.length))} %`,
+    ];
+  };
+  const kinds = [...new Set(timings.map((t) => t.kind))].sort();
+  const rows: string[][] = [];
+  for (const kind of kinds) {
+    for (const page of ["first", "next", "deep"] as const) {
+      const of = timings.filter((t) => t.kind === kind && t.page === page);
+      if (of.length > 0) rows.push(row(kind, page, of));
+    }
+  }
+  rows.push(row("**all**", "all", timings));
+  const longTerms = timings.filter((t) => !t.kind.includes("1–2 chars"));
+  rows.push(row("**terms of ≥3 characters**", "all", longTerms));
+  const failed = timings.filter((t) => t.status !== 200).length;
+  const max = Math.max(...timings.map((t) => t.ms));
+  const longMedian = percentile(Float64Array.from(longTerms.map((t) => t.ms)).sort(), 50);
+  const verdicts: Verdict[] = [
+    { target: "every answer 200", measured: `${failed} not 200`, pass: failed === 0 },
+    {
+      target: `every search page ≤ ${SEARCH_PAGE_MAX_MS} ms`,
+      measured: `max ${fixed(max, 1)} ms`,
+      pass: max <= SEARCH_PAGE_MAX_MS,
+    },
+    {
+      target: `median page of a term of ≥3 characters ≤ ${SEARCH_PAGE_MEDIAN_MS} ms`,
+      measured: `${fixed(longMedian, 1)} ms`,
+      pass: longMedian <= SEARCH_PAGE_MEDIAN_MS,
+    },
+  ];
+  return `${table(["terms", "page", "pages", "p50 ms", "p90 ms", "p99 ms", "max ms", "short pages"], rows)}\n\n${renderVerdicts(verdicts)}`;
 }

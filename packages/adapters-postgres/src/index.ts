@@ -21,6 +21,14 @@ export {
 } from "./connection/standby-reads/standby-reads.js";
 export { parseInt8, parseTimestamptz } from "./connection/type-parsers.js";
 export {
+  type DatabaseLease,
+  type DatabaseLeaseArbiter,
+  EVENT_RELAY_LOCK_KEY,
+  embeddedPublisherLease,
+  PostgresPublisherLease,
+  type PostgresPublisherLeaseOptions,
+} from "./events/publisher-lease.js";
+export {
   PostCache,
   type PostCacheOptions,
   type PostCacheStats,

@@ -78,6 +78,11 @@ export interface AppConfig {
   readonly loginThrottle: { readonly max?: number; readonly windowMs?: number };
   /** Whether GET /metrics is served (and requests are counted). */
   readonly metrics: boolean;
+  /**
+   * The NATS server(s) the change events are relayed to (JetStream stream `POSTS`), as given in
+   * `NATS_URL`; absent when events are not relayed. It may hold credentials, so it is never logged.
+   */
+  readonly natsUrl?: string;
   /** How long an idempotency key of POST /api/v1/posts is remembered, in milliseconds. */
   readonly idempotencyTtlMs: number;
   /** How long change events are kept at least, in milliseconds, before the sweep forgets them. */
@@ -171,6 +176,7 @@ function configFrom(s: Settings): AppConfig {
       ...(s.LOGIN_THROTTLE_WINDOW_MS === undefined ? {} : { windowMs: s.LOGIN_THROTTLE_WINDOW_MS }),
     },
     metrics: s.METRICS,
+    ...(s.NATS_URL === undefined ? {} : { natsUrl: s.NATS_URL }),
     idempotencyTtlMs: s.IDEMPOTENCY_TTL_MS,
     eventsRetentionMs: s.EVENTS_RETENTION_MS,
     postCache: { maxBytes: s.POST_CACHE_MAX_BYTES, maxPostBytes: s.POST_CACHE_MAX_POST_BYTES },

@@ -45,6 +45,7 @@ const FORMAT_CHECKS: Readonly<Record<(typeof SETTING_FORMATS)[number], (text: st
   "time-zone": isTimeZone,
   "proxy-address": isProxyAddress,
   origin: isOrigin,
+  "nats-urls": isNatsUrlList,
 };
 
 /**
@@ -209,4 +210,19 @@ function isOrigin(value: string): boolean {
   } catch {
     return false;
   }
+}
+
+function isNatsUrlList(value: string): boolean {
+  const entries = value
+    .split(",")
+    .map((entry) => entry.trim())
+    .filter((entry) => entry !== "");
+  return entries.every((entry) => {
+    try {
+      const url = new URL(entry);
+      return (url.protocol === "nats:" || url.protocol === "tls:") && url.hostname !== "";
+    } catch {
+      return false;
+    }
+  });
 }

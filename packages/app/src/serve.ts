@@ -1,14 +1,16 @@
 import type { AddressInfo } from "node:net";
-import { Argon2PasswordHasher, buildHttpApp } from "@posts/adapters-http";
+import { Argon2PasswordHasher, buildHttpApp, cloudEventRenderer } from "@posts/adapters-http";
 import closeWithGrace from "close-with-grace";
 import type { Logger } from "pino";
 import { boundHeapGrowth, CACHED_HEAP_GROWTH_PERCENT } from "./bound-heap-growth.js";
 import type { AppConfig } from "./config.js";
 import { createContainer, TOKENS } from "./container.js";
+import { startEventRelay } from "./event-relay.js";
 import { startExpirySweeper } from "./expiry-sweeper.js";
 import { loadOrCreateJwtSecret } from "./load-or-create-jwt-secret.js";
 import { openDatabase } from "./open-database.js";
 import { prepareDatabase } from "./prepare-database.js";
+import { relayEventLogOf } from "./relay-event-log.js";
 
 /** Something opened during start-up that shutdown must close, newest first. */
 interface Resource {
@@ -96,6 +98,15 @@ async function start(config: AppConfig, logger: Logger, resources: Resource[], s
   const changeEvents = container.resolve(TOKENS.changeEvents);
   await changeEvents.start();
   resources.push({ name: "change event log", close: () => changeEvents.close() });
+  // With NATS_URL: the same CloudEvents as the feed's, relayed to JetStream (closed before the log).
+  const render = cloudEventRenderer(config.timeZone);
+  const relayed = relayEventLogOf(changeEvents, (event) => ({
+    number: event.number,
+    type: event.type,
+    body: render(event),
+  }));
+  const relay = startEventRelay(config, relayed, logger);
+  if (relay !== undefined) resources.push({ name: "event relay", close: () => relay.stop() });
   const app = await buildHttpApp(container.resolve(TOKENS.httpAppOptions));
   // Fastify's close stops the listener, ends idle keep-alive connections, answers 503 to new
   // requests on busy ones, and resolves once the requests in flight have been answered.

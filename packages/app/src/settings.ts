@@ -47,7 +47,7 @@ export const DEFAULT_EVENTS_RETENTION_MS = 604_800_000;
 export const MIN_JWT_SECRET_BYTES = 32;
 
 /** The checks of text a setting's `format` may name; `readSettings` applies them. */
-export const SETTING_FORMATS = ["postgres-url", "time-zone", "proxy-address", "origin"] as const;
+export const SETTING_FORMATS = ["postgres-url", "time-zone", "proxy-address", "origin", "nats-urls"] as const;
 
 const KEY_ADVICE = `at least ${MIN_JWT_SECRET_BYTES} bytes (generate one with: openssl rand -base64 48)`;
 
@@ -195,6 +195,16 @@ export const SETTINGS = Type.Object({
     default: true,
     description: "serve Prometheus metrics at `GET /metrics`; `false` when nothing should scrape this port",
   }),
+  NATS_URL: Type.Optional(
+    Type.String({
+      format: "nats-urls",
+      must: "a NATS server URL such as nats://127.0.0.1:4222, or a comma-separated list of them",
+      secret: true,
+      unset: "unset",
+      description:
+        "`nats://[user:password@]host:4222` (or `tls://`, or a comma list of a cluster's servers): relay every change event to the JetStream stream `POSTS`, one instance publishing at a time; unset = no relay. Never logged",
+    }),
+  ),
   IDEMPOTENCY_TTL_MS: Type.Integer({
     default: DEFAULT_IDEMPOTENCY_TTL_MS,
     minimum: 1,

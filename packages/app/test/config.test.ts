@@ -72,6 +72,7 @@ describe("loadConfig", () => {
       LOGIN_THROTTLE_MAX: "3",
       LOGIN_THROTTLE_WINDOW_MS: "1000",
       METRICS: "false",
+      NATS_URL: "nats://relay:secret@nats.internal:4222",
       IDEMPOTENCY_TTL_MS: "60000",
       EVENTS_RETENTION_MS: "3600000",
       POST_CACHE_MAX_BYTES: "1000000",
@@ -105,6 +106,7 @@ describe("loadConfig", () => {
       corsOrigins: ["https://app.example.com", "http://localhost:5173"],
       loginThrottle: { max: 3, windowMs: 1000 },
       metrics: false,
+      natsUrl: "nats://relay:secret@nats.internal:4222",
       idempotencyTtlMs: 60_000,
       eventsRetentionMs: 3_600_000,
       postCache: { maxBytes: 1_000_000, maxPostBytes: 5000 },
@@ -118,6 +120,16 @@ describe("loadConfig", () => {
       'POST_CACHE_MAX_BYTES must be a whole number at least 0, got "64MB".',
       'POST_CACHE_MAX_POST_BYTES must be a whole number at least 1, got "0".',
     ]);
+  });
+
+  it("relays events to NATS only with NATS_URL, a nats:// or tls:// URL or a list of them, never echoed", () => {
+    expect(valid({}).natsUrl).toBeUndefined();
+    expect(valid({ NATS_URL: " nats://a:4222, tls://b:4222 " }).natsUrl).toBe("nats://a:4222, tls://b:4222");
+    for (const value of ["localhost:4222", "http://nats:4222", "nats://u:p@", "nats://a:4222,,x"]) {
+      expect(problems({ NATS_URL: value })).toEqual([
+        "NATS_URL must be a NATS server URL such as nats://127.0.0.1:4222, or a comma-separated list of them.",
+      ]);
+    }
   });
 
   it("accepts postgresql:// as well as postgres://", () => {

@@ -19,6 +19,8 @@ export type {
   PostPageQuery,
   PostRepository,
   PostUpdate,
+  SearchPageQuery,
+  SearchPageRead,
 } from "./ports/post-repository.js";
 export type { IssuedToken, TokenClaims, TokenIssuer } from "./ports/token-issuer.js";
 export { claimsFor, DEFAULT_TOKEN_LIFETIME_MS } from "./ports/token-issuer.js";
@@ -32,8 +34,11 @@ export {
   answerForUsedKey,
   applyOwnedUpdate,
   checkOwnedWrite,
+  DEFAULT_SEARCH_BUDGET,
   matchesPageQuery,
+  pageReaders,
   selectPage,
+  selectSearchPage,
 } from "./post-repository-rules.js";
 export type { PostText } from "./post-rules.js";
 export {

@@ -3,7 +3,9 @@ import type {
   OwnedWriteFailure,
   PostDeletion,
   PostPageQuery,
+  PostRepository,
   PostUpdate,
+  SearchPageQuery,
 } from "./ports/post-repository.js";
 import { type NewPost, nextUpdatedAt, type Post } from "./post.js";
 import { err, ok, type Result } from "./result.js";
@@ -62,6 +64,56 @@ export function selectPage<P extends Pick<Post, "id" | "author" | "title" | "con
     if (page.length > limit) page.pop();
   }
   return page;
+}
+
+/**
+ * How many posts a search page reads at most, by default, in a store that bounds it by posts
+ * read (`PostRepository.searchPage`): a full page of 20 for any term in one post in 150 or more,
+ * while a page that reads them all stays within tens of milliseconds on PostgreSQL
+ * (bench/RESULTS.md).
+ */
+export const DEFAULT_SEARCH_BUDGET = 3000;
+
+/**
+ * The search page `query` selects from `posts`, given in any order, reading at most `budget` of
+ * them (a positive integer, {@link DEFAULT_SEARCH_BUDGET} when absent): the `budget` newest posts below `query.beforeId` (by
+ * `query.authorId` when given) are read, newest first, until `query.limit` of them match. When
+ * the budget runs out first and older posts remain, the page stops at the last post read:
+ * `resumeBelow` is its id. What `PostRepository.searchPage` answers when `posts` are all the
+ * store holds and it counts its work in posts read.
+ */
+export function selectSearchPage<P extends Pick<Post, "id" | "author" | "title" | "content">>(
+  posts: Iterable<P>,
+  query: SearchPageQuery,
+  budget: number = DEFAULT_SEARCH_BUDGET,
+): { readonly posts: P[]; readonly resumeBelow?: number } {
+  const { search, limit, ...window } = query;
+  // One more than the budget tells whether older posts remain beyond those read.
+  const read = selectPage(posts, { ...window, limit: budget + 1 });
+  const matches = pageFilter(query);
+  const page: P[] = [];
+  let at = 0;
+  for (; at < Math.min(read.length, budget) && page.length < limit; at++) {
+    const post = read[at] as P;
+    if (matches(post)) page.push(post);
+  }
+  if (page.length === limit || read.length <= budget) return { posts: page };
+  return { posts: page, resumeBelow: (read[at - 1] as P).id };
+}
+
+/**
+ * `PostRepository.listPage` and `searchPage` for a store that holds its posts in memory:
+ * {@link selectPage} and {@link selectSearchPage} over what `posts()` answers at each call, the
+ * search reading at most `budget` posts a page.
+ */
+export function pageReaders(
+  posts: () => Iterable<Post>,
+  budget: number = DEFAULT_SEARCH_BUDGET,
+): Pick<PostRepository, "listPage" | "searchPage"> {
+  return {
+    listPage: async (query) => selectPage(posts(), query),
+    searchPage: async (query) => selectSearchPage(posts(), query, budget),
+  };
 }
 
 const foldAscii = (text: string) => text.replace(/[A-Z]+/g, (letters) => letters.toLowerCase());

@@ -5,6 +5,7 @@ import {
   matchesPageQuery,
   type Post,
   selectPage,
+  selectSearchPage,
 } from "@posts/domain";
 import { describe, expect, it } from "vitest";
 
@@ -90,6 +91,59 @@ describe("selectPage", () => {
     expect(ids(page)).toEqual([3, 1]);
     expect(page[0]).toBe(posts[2]);
   });
+});
+
+describe("selectSearchPage", () => {
+  const byId = (id: number, authorId: number, title: string): Post => ({
+    ...post,
+    id,
+    title,
+    author: { id: authorId, email: `${authorId}@example.com` },
+  });
+  // Ids 1..10 in any order, the odd ones by author 2; "cat" in 2, 5, 6 and 9.
+  const posts = [4, 9, 1, 6, 10, 2, 8, 5, 3, 7].map((id) =>
+    byId(id, 1 + (id % 2), [2, 5, 6, 9].includes(id) ? "a Cat" : "a dog"),
+  );
+
+  it("reads the budget's newest posts below the cursor and stops at the last one read", () => {
+    expect(selectSearchPage(posts, { limit: 3, search: "cat" }, 4)).toEqual({
+      posts: [byIdOf(9)],
+      resumeBelow: 7,
+    });
+    expect(selectSearchPage(posts, { limit: 3, search: "cat", beforeId: 7 }, 4)).toEqual({
+      posts: [byIdOf(6), byIdOf(5)],
+      resumeBelow: 3,
+    });
+  });
+
+  it("stops at the limit's matches without an answer of where, and ends with the posts", () => {
+    expect(selectSearchPage(posts, { limit: 2, search: "cat" }, 5)).toEqual({
+      posts: [byIdOf(9), byIdOf(6)],
+    });
+    // Fewer posts left than the budget: the search is over.
+    expect(selectSearchPage(posts, { limit: 3, search: "cat", beforeId: 3 }, 4)).toEqual({
+      posts: [byIdOf(2)],
+    });
+    // A full page says nothing of where it stopped: the search continues after its last post.
+    expect(selectSearchPage(posts, { limit: 3, search: "dog", beforeId: 5 }, 4)).toEqual({
+      posts: [byIdOf(4), byIdOf(3), byIdOf(1)],
+    });
+    expect(selectSearchPage(posts, { limit: 9, search: "cat", beforeId: 5 }, 4)).toEqual({
+      posts: [byIdOf(2)],
+    });
+  });
+
+  it("reads the author's posts only, with the budget counted in them", () => {
+    // Author 2 wrote the odd ids: 9, 7, 5 read, 5 matches; 3 and 1 remain.
+    expect(selectSearchPage(posts, { limit: 3, search: "cat", authorId: 2 }, 3)).toEqual({
+      posts: [byIdOf(9), byIdOf(5)],
+      resumeBelow: 5,
+    });
+  });
+
+  function byIdOf(id: number) {
+    return posts.find((each) => each.id === id);
+  }
 });
 
 describe("checkOwnedWrite", () => {

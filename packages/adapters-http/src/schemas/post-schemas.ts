@@ -32,7 +32,9 @@ export const PostPageSchema = Type.Object(
     content: Type.Array(PostSchema, { description: "Posts, newest first" }),
     size: Type.Integer({ description: "The page size used" }),
     nextCursor: Type.Union([Type.String(), Type.Null()], {
-      description: "Cursor of the next (older) page; null when no older post follows",
+      description:
+        "Cursor of the next (older) page; null when no older post follows. A search page reads a bounded " +
+        "number of posts, so it may hold fewer than size posts, even none, while this continues the search",
     }),
   },
   { additionalProperties: false },
@@ -48,7 +50,8 @@ export const PostPageQuerySchema = Type.Object({
       maxLength: SEARCH_MAX_CODE_POINTS,
       description:
         "Only posts whose title or content contains this text (ASCII case ignored; %, _ and \\ match themselves). " +
-        "At most 200 code points, no U+0000; empty = no search",
+        "At most 200 code points, no U+0000; empty = no search. Each page reads a bounded number of posts: " +
+        "follow nextCursor until it is null to see every match",
     }),
   ),
 });

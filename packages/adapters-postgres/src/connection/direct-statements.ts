@@ -1,7 +1,11 @@
 import type { Kysely } from "kysely";
 import type { Database } from "../schema/database.js";
 
-/** Runs one statement with its parameters on a connection of its own, answering the rows. */
+/**
+ * Runs one statement with its parameters on a connection of its own, answering the rows. Without
+ * parameters the text may hold several statements (run as one implicit transaction): the rows
+ * are then those of the last one that answered any.
+ */
 export type RunStatement = (sql: string, parameters: readonly unknown[]) => Promise<unknown[]>;
 
 /**

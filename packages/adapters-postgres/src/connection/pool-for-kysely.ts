@@ -95,11 +95,25 @@ export function poolForKysely(
           timed.run(sql, parameters, (failure, result) => {
             timed.release();
             if (failure) reject(failure);
-            else resolve(result?.rows ?? []);
+            else resolve(lastWithRows(result)?.rows ?? []);
           });
         });
       }),
   };
+}
+
+/**
+ * The result of a statement. A text of several statements without parameters answers one result
+ * each: the result is then the last one that holds rows, else the last (the others set things up
+ * or tidy up, and answer none).
+ */
+function lastWithRows(result: pg.QueryResult | pg.QueryResult[] | undefined): pg.QueryResult | undefined {
+  if (!Array.isArray(result)) return result;
+  for (let i = result.length - 1; i >= 0; i--) {
+    const each = result[i];
+    if (each !== undefined && each.rows.length > 0) return each;
+  }
+  return result.at(-1);
 }
 
 /** How `pool` is used right now. */
@@ -130,7 +144,7 @@ class TimedClient implements PostgresPoolClient {
     return new Promise((resolve, reject) => {
       this.run(sql, parameters, (error, result) => {
         if (error) reject(error);
-        else resolve(result as unknown as PostgresQueryResult<R>);
+        else resolve(lastWithRows(result) as unknown as PostgresQueryResult<R>);
       });
     });
   }

@@ -10,7 +10,10 @@ import type {
   PostRepository,
   PostUpdate,
   Result,
+  SearchPageQuery,
+  SearchPageRead,
 } from "@posts/domain";
+import { DEFAULT_SEARCH_BUDGET } from "@posts/domain";
 import type { Kysely } from "kysely";
 import type { RunStatement } from "../connection/direct-statements.js";
 import { parseInt8 } from "../connection/type-parsers.js";
@@ -22,6 +25,7 @@ import { IdempotentCreation } from "./posts/idempotent-creation.js";
 import { OwnedWrites } from "./posts/owned-writes.js";
 import { PlainCreation } from "./posts/plain-creation.js";
 import { ReadStatements } from "./posts/read-statements.js";
+import { SearchPages } from "./posts/search-pages.js";
 
 /** How a {@link PostgresPostRepository} is set up beyond its database. */
 export interface PostgresPostRepositoryOptions {
@@ -42,12 +46,24 @@ export interface PostgresPostRepositoryOptions {
    * primary `db`. Absent: the reads run on `db` too.
    */
   readonly readStatements?: RunStatement;
+  /**
+   * How many posts one `searchPage` reads at most along the primary key (a positive integer):
+   * the bound of a search page's work. Absent: `DEFAULT_SEARCH_BUDGET`. Tests set a tiny one to
+   * see searches stop early.
+   */
+  readonly searchBudget?: number;
+  /**
+   * How long, in milliseconds, a search page's trigram step may take on a PostgreSQL server
+   * (see `SearchPages`): the step that fills a rare term's page from the trigram indexes once the
+   * walk ran out of budget. 0 leaves it out. Absent: 50.
+   */
+  readonly searchIndexStepMs?: number;
 }
 
 /**
  * `PostRepository` on PostgreSQL (a server through `pg`, or PGlite): a facade over rooms of one
  * concern each, in `posts/`: the reads a standby may answer (`ReadStatements`), pages through the
- * cache (`CachedPages`), plain and idempotent creation, and the owned writes with their failure
+ * cache (`CachedPages`), search pages of bounded work (`SearchPages`), plain and idempotent creation, and the owned writes with their failure
  * diagnosis (`OwnedWrites`). Every change is one statement, so each is atomic without an explicit
  * transaction (an idempotent creation whose key is taken decides in a second statement). Every
  * statement is compiled once, when the repository is made (a page size's on first use). Expects a
@@ -57,6 +73,7 @@ export interface PostgresPostRepositoryOptions {
  */
 export class PostgresPostRepository implements PostRepository {
   readonly #reads: ReadStatements;
+  readonly #searches: SearchPages;
   readonly #cache: PostCache | undefined;
   readonly #cachedPages: CachedPages | undefined;
   readonly #plain: PlainCreation;
@@ -68,6 +85,13 @@ export class PostgresPostRepository implements PostRepository {
     this.#cache = cache === undefined || cache instanceof PostCache ? cache : new PostCache(cache);
     this.#reads = new ReadStatements(db, options.readStatements);
     this.#cachedPages = this.#cache === undefined ? undefined : new CachedPages(this.#cache, this.#reads);
+    this.#searches = new SearchPages(
+      db,
+      options.searchBudget ?? DEFAULT_SEARCH_BUDGET,
+      options.readStatements,
+      this.#cache,
+      options.searchIndexStepMs,
+    );
     this.#plain = new PlainCreation(db);
     this.#idempotent = new IdempotentCreation(db);
     this.#owned = new OwnedWrites(db);
@@ -101,6 +125,10 @@ export class PostgresPostRepository implements PostRepository {
     if (this.#cachedPages !== undefined) return this.#cachedPages.listPage(query);
     const { values, inFull } = this.#reads.page(query);
     return (await inFull(values)).map(toPost);
+  }
+
+  searchPage(query: SearchPageQuery): Promise<SearchPageRead> {
+    return this.#searches.page(query);
   }
 
   /** What the cache has done and holds; `undefined` without one. */

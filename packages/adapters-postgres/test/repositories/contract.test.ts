@@ -12,7 +12,9 @@ for (const engine of ["postgres", "pglite"] as const) {
   const open = async () => {
     opened ??= openTestDatabase(engine);
     const db = await opened;
-    return { posts: db.posts, users: db.users };
+    // Search pages that read three posts each, so that the suite sees searches stop early.
+    const budgetedPosts = new PostgresPostRepository(db.db, { searchBudget: 3 });
+    return { posts: db.posts, users: db.users, budgetedPosts };
   };
   postRepositoryContract(`PostgresPostRepository on ${engine}`, open);
   // With a post cache: pages read through it (ids and versions, then the posts not cached), in
@@ -22,7 +24,11 @@ for (const engine of ["postgres", "pglite"] as const) {
     postRepositoryContract(`PostgresPostRepository with ${name} on ${engine}`, async () => {
       opened ??= openTestDatabase(engine);
       const { db, users } = await opened;
-      return { posts: new PostgresPostRepository(db, cache), users };
+      return {
+        posts: new PostgresPostRepository(db, cache),
+        users,
+        budgetedPosts: new PostgresPostRepository(db, { ...cache, searchBudget: 3 }),
+      };
     });
   cached("a post cache read through", { cache: { maxBytes: 64 * 1024 * 1024, alwaysThroughCache: true } });
   cached("a tiny post cache read through", {

@@ -18,6 +18,23 @@ export interface PostPageQuery {
   readonly search?: string;
 }
 
+/** A page of a search: a {@link PostPageQuery} whose `search` is given. */
+export type SearchPageQuery = PostPageQuery & { readonly search: string };
+
+/** What `PostRepository.searchPage` read: the matches it found and, when it stopped early, where. */
+export interface SearchPageRead {
+  /** Matches, newest first (id descending), at most the query's `limit`. */
+  readonly posts: readonly Post[];
+  /**
+   * Present when the search read as much as one page may before finding `limit` matches: every
+   * match with an id from this one up to (not including) the query's `beforeId` is in `posts`,
+   * and the search continues with this id as `beforeId`. Absent when `posts` holds `limit`
+   * matches (the search continues after the last of them) or every match there is below
+   * `beforeId` (the search is over).
+   */
+  readonly resumeBelow?: number;
+}
+
 /**
  * The versions of a post a conditional write may apply to. A post's version is its
  * `updatedAt` instant, which moves strictly forward on every change. Absent: the write is
@@ -111,8 +128,22 @@ export interface PostRepository {
   /** The post with this id, or `undefined`. */
   findById(id: number): Promise<Post | undefined>;
 
-  /** Up to `limit` posts, newest first (id descending), filtered as the query says. */
+  /**
+   * Up to `limit` posts, newest first (id descending), filtered as the query says: a full page
+   * whenever that many posts match, however many posts a search must read to find them. The
+   * listing of the service pages searches with {@link searchPage} instead.
+   */
   listPage(query: PostPageQuery): Promise<readonly Post[]>;
+
+  /**
+   * One page of a search whose work is bounded whatever the text and wherever its matches lie:
+   * the matches newest first, up to `limit`, found among a bounded number of the posts below
+   * `beforeId` (by `authorId` when given), so a page may hold fewer than `limit` matches, even
+   * none, while older matches remain; `resumeBelow` then says where the next page starts
+   * (see {@link SearchPageRead}). Following it never repeats nor skips a match, and it is absent
+   * once no match is left. The bound is the store's (an option of each implementation).
+   */
+  searchPage(query: SearchPageQuery): Promise<SearchPageRead>;
 
   /**
    * Applies only the present fields of `changes` in one atomic step, never a read-modify-write

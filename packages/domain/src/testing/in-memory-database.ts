@@ -7,7 +7,13 @@ import type {
 } from "../ports/post-repository.js";
 import type { UserRepository } from "../ports/user-repository.js";
 import type { NewPost, Post } from "../post.js";
-import { applyOwnedUpdate, checkOwnedWrite, selectPage } from "../post-repository-rules.js";
+import {
+  applyOwnedUpdate,
+  checkOwnedWrite,
+  DEFAULT_SEARCH_BUDGET,
+  selectPage,
+  selectSearchPage,
+} from "../post-repository-rules.js";
 import { err, ok, type Result } from "../result.js";
 import type { NewUser, User } from "../user.js";
 import { InMemoryChangeEventLog } from "./in-memory-change-event-log.js";
@@ -39,17 +45,40 @@ export class InMemoryDatabase {
   /** Every change of a post, numbered as it is made. */
   readonly events = new InMemoryChangeEventLog();
 
-  /** The post repository over this database. */
-  readonly posts: PostRepository = {
-    create: async (post) => this.#createPost(post),
-    createIdempotently: async (post, key) =>
-      this.#keys.createIdempotently(post, key, (p) => this.#createPost(p)),
-    deleteExpiredIdempotencyKeys: async (now) => this.#keys.forgetExpired(now),
-    findById: async (id) => this.#findPost(id),
-    listPage: async (query) => selectPage(this.#posts.values(), query).map(copy),
-    update: async (update) => this.#updatePost(update),
-    delete: async (target) => this.#deletePost(target),
-  };
+  /** The post repository over this database, its search pages bounded as the constructor says. */
+  readonly posts: PostRepository;
+
+  /**
+   * `searchBudget`: how many posts one search page reads at most (`PostRepository.searchPage`),
+   * a positive integer; {@link DEFAULT_SEARCH_BUDGET} when absent.
+   */
+  constructor(options: { readonly searchBudget?: number } = {}) {
+    this.posts = this.postsWithSearchBudget(options.searchBudget ?? DEFAULT_SEARCH_BUDGET);
+  }
+
+  /**
+   * Another post repository over this same database whose search pages read at most `budget`
+   * posts each (a positive integer): tests use a tiny one to see searches stop early.
+   */
+  postsWithSearchBudget(budget: number): PostRepository {
+    if (!(Number.isSafeInteger(budget) && budget >= 1)) {
+      throw new RangeError("the search budget must be a positive integer");
+    }
+    return {
+      create: async (post) => this.#createPost(post),
+      createIdempotently: async (post, key) =>
+        this.#keys.createIdempotently(post, key, (p) => this.#createPost(p)),
+      deleteExpiredIdempotencyKeys: async (now) => this.#keys.forgetExpired(now),
+      findById: async (id) => this.#findPost(id),
+      listPage: async (query) => selectPage(this.#posts.values(), query).map(copy),
+      searchPage: async (query) => {
+        const { posts, resumeBelow } = selectSearchPage(this.#posts.values(), query, budget);
+        return { posts: posts.map(copy), ...(resumeBelow === undefined ? {} : { resumeBelow }) };
+      },
+      update: async (update) => this.#updatePost(update),
+      delete: async (target) => this.#deletePost(target),
+    };
+  }
 
   /** The user repository over this database. */
   readonly users: UserRepository = {

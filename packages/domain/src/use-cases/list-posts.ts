@@ -2,6 +2,7 @@ import { decodeCursor, encodeCursor } from "../cursor.js";
 import type { DomainErrorOf, FieldError } from "../errors.js";
 import { parseId } from "../ids.js";
 import { MESSAGES } from "../messages.js";
+import type { SearchPageRead } from "../ports/post-repository.js";
 import type { Post } from "../post.js";
 import { codePointLength } from "../post-rules.js";
 import { err, ok, type Result } from "../result.js";
@@ -30,7 +31,10 @@ export interface PostPage {
   readonly posts: readonly Post[];
   /** The size used. */
   readonly size: number;
-  /** Continues after the last post; `null` exactly when no older post follows. */
+  /**
+   * Continues after the last post, or where a search page stopped; `null` exactly when no older
+   * post follows (for a search: no older match).
+   */
   readonly nextCursor: string | null;
 }
 
@@ -64,8 +68,10 @@ function readSearch(raw: unknown): { readonly search: string } | { readonly prob
  * be) gives an empty page. `q`, when not empty, keeps the posts whose title or content contains
  * it as a substring, ignoring the case of ASCII letters, every character matching itself (`%`,
  * `_` and `\` are no wildcards): a string of at most 200 code points without U+0000 or a lone
- * surrogate. Filters combine, and search pages are keyset pages like the others. Every invalid
- * parameter is listed in "validation".
+ * surrogate. Filters combine, and search pages are keyset pages like the others, except that a
+ * search page's work is bounded (`PostRepository.searchPage`): it may hold fewer than `size`
+ * posts, even none, while its `nextCursor` continues the search where it stopped. Pages without
+ * `q` are always full while older posts remain. Every invalid parameter is listed in "validation".
  */
 export async function listPosts(
   deps: Pick<Dependencies, "posts">,
@@ -110,14 +116,20 @@ export async function listPosts(
   if (nobody) return ok({ posts: [], size, nextCursor: null });
 
   // One extra row tells whether an older post follows, so there is never a trailing empty page.
-  const rows = await deps.posts.listPage({
+  const pageQuery = {
     limit: size + 1,
     ...(beforeId === undefined ? {} : { beforeId }),
     ...(authorId === undefined ? {} : { authorId }),
-    ...(searched.search === "" ? {} : { search: searched.search }),
-  });
+  };
+  const read: SearchPageRead =
+    searched.search === ""
+      ? { posts: await deps.posts.listPage(pageQuery) }
+      : await deps.posts.searchPage({ ...pageQuery, search: searched.search });
+  const rows = read.posts;
   const posts = rows.length > size ? rows.slice(0, size) : rows;
   const last = posts.at(-1);
-  const nextCursor = rows.length > size && last !== undefined ? encodeCursor(last.id) : null;
-  return ok({ posts, size, nextCursor });
+  if (rows.length > size && last !== undefined) return ok({ posts, size, nextCursor: encodeCursor(last.id) });
+  // A search that stopped early continues where it stopped: a cursor is only an id to go below.
+  const { resumeBelow } = read;
+  return ok({ posts, size, nextCursor: resumeBelow === undefined ? null : encodeCursor(resumeBelow) });
 }

@@ -4,5 +4,8 @@ import { postRepositoryContract, userRepositoryContract } from "@posts/domain/te
 // The fake is held to the same contract as the PostgreSQL adapters, so it cannot drift.
 const open = async () => new InMemoryDatabase();
 
-postRepositoryContract("InMemoryDatabase posts", open);
+postRepositoryContract("InMemoryDatabase posts", async () => {
+  const db = new InMemoryDatabase();
+  return { posts: db.posts, users: db.users, budgetedPosts: db.postsWithSearchBudget(2) };
+});
 userRepositoryContract("InMemoryDatabase users", open);

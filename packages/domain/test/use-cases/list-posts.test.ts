@@ -291,6 +291,49 @@ describe("listPosts", () => {
       expect(pages.at(-1)?.nextCursor).toBeNull();
     });
 
+    describe("with search pages that read three posts each", () => {
+      // 20 posts, matches at 2, 9, 10 and 17 (oldest first): most pages read no match.
+      const budgeted = async () => {
+        const deps = inMemoryDependencies();
+        const posts = deps.database.postsWithSearchBudget(3);
+        const author = await aUser(deps.users);
+        const made: Post[] = [];
+        for (let i = 0; i < 20; i++) {
+          made.push(
+            await aPost(posts, author, { title: [2, 9, 10, 17].includes(i) ? `Match ${i}` : `post ${i}` }),
+          );
+        }
+        return { deps: { ...deps, posts }, made };
+      };
+
+      it("stops early with a cursor where the page stopped, and visits every match once", async () => {
+        const { deps, made } = await budgeted();
+        const pages = await walk(deps, { q: "match", size: 2 });
+        const at = (i: number) => made[i]?.id;
+        // Each page reads three posts (19-17, 16-14, 13-11, 10-8, 7-5, 4-2) and the last the two left.
+        expect(pages.map((each) => ids(each.posts))).toEqual([
+          [at(17)],
+          [],
+          [],
+          [at(10), at(9)],
+          [],
+          [at(2)],
+          [],
+        ]);
+        expect(pages[0]?.nextCursor).toBe(encodeCursor(at(17) as number));
+        expect(pages[1]?.nextCursor).toBe(encodeCursor(at(14) as number));
+        expect(pages[3]?.nextCursor).toBe(encodeCursor(at(8) as number));
+        expect(pages.at(-1)?.nextCursor).toBeNull();
+      });
+
+      it("keeps pages without q full while older posts remain", async () => {
+        const { deps, made } = await budgeted();
+        const pages = await walk(deps, { size: 7 });
+        expect(pages.map((each) => each.posts.length)).toEqual([7, 7, 6]);
+        expect(pages.flatMap((each) => ids(each.posts))).toEqual(ids(made).reverse());
+      });
+    });
+
     it("accepts a q of 200 code points, emoji counting one each", async () => {
       const { deps, posts } = await withTexts([["😀".repeat(200), "x"]]);
       expect(ids((await page(deps, { q: "😀".repeat(200) })).posts)).toEqual([posts[0]?.id]);

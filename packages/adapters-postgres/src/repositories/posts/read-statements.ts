@@ -69,7 +69,7 @@ function withAuthorEmail(query: SelectQueryBuilder<Database, "posts", object>) {
 }
 
 /** The ILIKE pattern (with `ESCAPE '\'`) of "contains `search`", its wildcards matching themselves. */
-function containsPattern(search: string): string {
+export function containsPattern(search: string): string {
   return `%${search.replace(/[\\%_]/g, "\\$&")}%`;
 }
 

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { Post } from "../../post.js";
 import { aPost, aUser } from "../builders.js";
+import { boundedSearchContract } from "./bounded-search-contract.js";
 import { conditionalWritesContract } from "./conditional-writes-contract.js";
 import { idempotentCreateContract } from "./idempotent-create-contract.js";
 import type { OpenRepositories, RepositoryContractOptions } from "./repository-fixture.js";
@@ -602,5 +603,6 @@ export function postRepositoryContract(
     conditionalWritesContract(context);
     idempotentCreateContract(context);
     searchContract(context);
+    boundedSearchContract(context);
   });
 }

@@ -9,6 +9,13 @@ export interface RepositoryFixture {
   readonly posts: PostRepository;
   readonly users: UserRepository;
   /**
+   * The same store's posts through a repository whose search pages read only a few posts each
+   * (a search budget of two or three, where the implementation lets it be set), so that the
+   * suite sees searches stop early and continue. Absent: those checks run on `posts`, whose
+   * pages rarely stop early on the suite's few posts.
+   */
+  readonly budgetedPosts?: PostRepository;
+  /**
    * Releases what opening acquired (a pool, an embedded database). Called once, after the
    * suite's last test; leave it out when the store outlives the suite.
    */

@@ -1,0 +1,122 @@
+import { encodeCursor } from "@posts/domain";
+import type pg from "pg";
+import type { SearchPageTiming } from "../measure/report.js";
+import { SEARCH_TERMS } from "./database.js";
+
+/** A search term and the class its latencies are reported under. */
+export interface SearchTerm {
+  readonly term: string;
+  readonly kind: string;
+}
+
+/** How many posts the frequency of a drawn term is estimated on. */
+const SAMPLE_POSTS = 2000;
+/** How many substrings of random posts are drawn. */
+const DRAWN_TERMS = 300;
+/** Pages followed after the first, per term. */
+const NEXT_PAGES = 4;
+
+const foldAscii = (text: string) => text.replace(/[A-Z]+/g, (letters) => letters.toLowerCase());
+
+/** An integer in [0, n). */
+const below = (n: number) => Math.floor(Math.random() * n);
+
+/** The class of a drawn term by how many of the sampled posts contain it. */
+function frequencyClass(share: number, length: number): string {
+  const size = length < 3 ? "1–2 chars" : "≥3 chars";
+  if (share >= 0.1) return `drawn, in ≥10 % (${size})`;
+  if (share >= 0.01) return `drawn, in 1–10 % (${size})`;
+  if (share > 0) return `drawn, in <1 % (${size})`;
+  return `drawn, not in the sample (${size})`;
+}
+
+/**
+ * The search terms of the search-only bench: a few hundred substrings of random posts (from the
+ * title or the content, 1 to 16 characters), each classed by its share of a random sample of
+ * posts (what every frequency and spread the data holds looks like), and the planted terms:
+ * in every post, rare and spread, Korean, only in the oldest posts (a title-only Korean term
+ * and a content-only ASCII one), and digit runs of the seed's numbering, which cluster (the
+ * titles "Post number 123…" of ids starting 123 lie in a few runs, mostly old).
+ */
+export async function searchPopulation(client: pg.Client, posts: number): Promise<SearchTerm[]> {
+  const ids = Array.from({ length: SAMPLE_POSTS }, () => 1 + below(posts));
+  const { rows } = await client.query<{ title: string; content: string }>(
+    "select title, content from posts where id = any($1::int8[])",
+    [ids],
+  );
+  const sample = rows.map((row) => foldAscii(`${row.title}\u0000${row.content}`));
+  const terms: SearchTerm[] = [];
+  const seen = new Set<string>();
+  for (let attempts = 0; terms.length < DRAWN_TERMS && attempts < DRAWN_TERMS * 10; attempts++) {
+    const row = rows[below(rows.length)];
+    if (row === undefined) break;
+    const text = Math.random() < 0.4 ? row.title : row.content;
+    const chars = [...text];
+    const length = 1 + below(Math.min(16, chars.length));
+    const start = below(chars.length - length + 1);
+    const term = chars.slice(start, start + length).join("");
+    if (term.trim() === "" || seen.has(term)) continue;
+    seen.add(term);
+    const folded = foldAscii(term);
+    const share = sample.filter((each) => each.includes(folded)).length / sample.length;
+    terms.push({ term, kind: frequencyClass(share, length) });
+  }
+  const planted: [string, string][] = [
+    [SEARCH_TERMS.common, "planted, in every post"],
+    [SEARCH_TERMS.common.toUpperCase(), "planted, in every post"],
+    [SEARCH_TERMS.rare, "planted, rare and spread (titles)"],
+    [SEARCH_TERMS.korean, "planted, Korean in 5 % (contents)"],
+    [SEARCH_TERMS.oldKorean, "planted, only the oldest 0.1 % (titles, Korean)"],
+    [SEARCH_TERMS.oldAscii, "planted, only the oldest 1 % (contents, ASCII)"],
+    [SEARCH_TERMS.oldAscii.toLowerCase(), "planted, only the oldest 1 % (contents, ASCII)"],
+    ["no such term anywhere", "absent"],
+    ["없는 말", "absent"],
+    // Words of every post in an order none has: the trigram indexes read all their posting lists.
+    ["amet dolor", "absent, its trigrams in every post"],
+    ["ipsum lorem sit", "absent, its trigrams in every post"],
+  ];
+  for (const [term, kind] of planted) terms.push({ term, kind });
+  // Digit runs: the posts whose number starts with them lie in clusters, the longest old.
+  for (let i = 0; i < 30; i++) {
+    const digits = String(1 + below(posts)).slice(0, 3 + below(3));
+    const where = i % 2 === 0 ? `number ${digits}` : `. ${digits}`;
+    terms.push({ term: where, kind: `clustered digits (${i % 2 === 0 ? "titles" : "contents"})` });
+  }
+  return terms;
+}
+
+/**
+ * Reads the search pages of `terms` from the service at `baseUrl`, `concurrency` requests at a
+ * time: each term's first page, up to four more following nextCursor, and one page below a
+ * random post (a cursor deep in the table), all of `size` 20. Answers each page's latency.
+ */
+export async function measureSearchPages(
+  baseUrl: string,
+  terms: readonly SearchTerm[],
+  posts: number,
+  concurrency: number,
+): Promise<SearchPageTiming[]> {
+  const timings: SearchPageTiming[] = [];
+  const get = async (kind: string, page: SearchPageTiming["page"], term: string, cursor?: string) => {
+    const query = new URLSearchParams({ size: "20", q: term, ...(cursor === undefined ? {} : { cursor }) });
+    const started = performance.now();
+    const response = await fetch(`${baseUrl}/api/v1/posts?${query}`);
+    const body = (await response.json()) as { content?: unknown[]; nextCursor?: string | null };
+    const ms = performance.now() - started;
+    timings.push({ kind, page, ms, posts: body.content?.length ?? 0, status: response.status });
+    return body.nextCursor ?? null;
+  };
+  const queue = [...terms];
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      for (let next = queue.pop(); next !== undefined; next = queue.pop()) {
+        let cursor = await get(next.kind, "first", next.term);
+        for (let i = 0; i < NEXT_PAGES && cursor !== null; i++) {
+          cursor = await get(next.kind, "next", next.term, cursor);
+        }
+        await get(next.kind, "deep", next.term, encodeCursor(1 + below(posts)));
+      }
+    }),
+  );
+  return timings;
+}

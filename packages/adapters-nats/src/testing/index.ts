@@ -1,0 +1,2 @@
+export { natsServerAvailable, startNatsServer, type TestNatsServer } from "./nats-server.js";
+export { readStream, type StreamMessage } from "./read-stream.js";

@@ -1,0 +1,153 @@
+import { jetstream, jetstreamManager, StorageType } from "@nats-io/jetstream";
+import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { type JetStreamRelay, STREAM_NAME, startJetStreamRelay } from "@posts/adapters-nats";
+import { natsServerAvailable, startNatsServer, type TestNatsServer } from "@posts/adapters-nats/testing";
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { MemoryEventLog, staleView } from "./support/memory-event-log.js";
+import { MemoryLeaseArbiter, splitBrainLease } from "./support/memory-lease.js";
+import { eventually, expectExactly, streamWith } from "./support/stream-checks.js";
+
+const PORT = 42301;
+// Under CI a missing nats-server fails the file (startNatsServer cannot spawn it); elsewhere it skips.
+const skip = !natsServerAvailable() && process.env.CI !== "true";
+if (skip) console.warn("[adapters-nats] nats-server is not installed: the relay tests are skipped");
+
+describe.skipIf(skip)("the JetStream relay", () => {
+  let server: TestNatsServer;
+  let admin: NatsConnection;
+  const relays: JetStreamRelay[] = [];
+  const start = (options: Omit<Parameters<typeof startJetStreamRelay>[0], "servers">) => {
+    const relay = startJetStreamRelay({ servers: server.url, ...options });
+    relays.push(relay);
+    return relay;
+  };
+
+  beforeAll(async () => {
+    server = await startNatsServer(PORT);
+    admin = await connect({ servers: server.url });
+  });
+  afterAll(async () => {
+    await admin?.close();
+    await server?.close();
+  });
+  beforeEach(async () => {
+    const manager = await jetstreamManager(admin);
+    await manager.streams.delete(STREAM_NAME).catch(() => undefined);
+  });
+  afterEach(async () => {
+    await Promise.all(relays.splice(0).map((relay) => relay.stop()));
+  });
+
+  it("publishes each event once, in order, with its id, subject and body, to a file-backed stream it creates", async () => {
+    const log = new MemoryEventLog();
+    log.append(300);
+    const relay = start({ events: log, lease: new MemoryLeaseArbiter().leaseFor("a") });
+
+    expectExactly(await streamWith(server.url, 300), 1, 300);
+    const info = await (await jetstreamManager(admin)).streams.info(STREAM_NAME);
+    expect(info.config.storage).toBe(StorageType.File);
+    expect(info.config.subjects).toEqual(["posts.events.*"]);
+
+    // New events follow as they are appended, woken rather than polled.
+    const appendedAt = Date.now();
+    log.append(50);
+    expectExactly(await streamWith(server.url, 350), 1, 350);
+    expect(Date.now() - appendedAt).toBeLessThan(3000);
+    expect(relay.status()).toEqual({ role: "publisher", acknowledged: 350, lastEvent: 350 });
+  });
+
+  it("a restarted relay resumes after the stream's last event and publishes nothing twice", async () => {
+    const log = new MemoryEventLog();
+    const arbiter = new MemoryLeaseArbiter();
+    log.append(100);
+    const first = start({ events: log, lease: arbiter.leaseFor("first") });
+    await streamWith(server.url, 100);
+    await first.stop();
+    expect(first.status().role).toBe("stopped");
+    expect(arbiter.holder()).toBeUndefined();
+
+    log.append(100);
+    const second = start({ events: log, lease: arbiter.leaseFor("second") });
+    expectExactly(await streamWith(server.url, 200), 1, 200);
+    // It read where to resume from the stream: it published only the hundred new ones.
+    await eventually("the second relay has acknowledged 100", () => second.status().acknowledged === 100);
+  });
+
+  it("does not repeat an event that reached the stream although its publisher never heard back", async () => {
+    const log = new MemoryEventLog();
+    log.append(20);
+    const first = start({ events: log, lease: new MemoryLeaseArbiter().leaseFor("a") });
+    await streamWith(server.url, 20);
+    await first.stop();
+    // What a relay killed between sending event 21 and reading its acknowledgement leaves behind.
+    log.append(10);
+    const [event21] = await log.readAfter(20, 1);
+    await jetstream(admin).publish("posts.events.created", event21?.body, {
+      msgID: "21",
+      expect: { lastSequence: 20 },
+    });
+
+    start({ events: log, lease: new MemoryLeaseArbiter().leaseFor("b") });
+    expectExactly(await streamWith(server.url, 30), 1, 30);
+  });
+
+  it("keeps the stream exact when two relays both believe they publish, even past the duplicate window", async () => {
+    // A one-second duplicate window: de-duplication alone would let the second relay's copies in.
+    const manager = await jetstreamManager(admin);
+    await manager.streams.add({
+      name: STREAM_NAME,
+      subjects: ["posts.events.*"],
+      storage: StorageType.File,
+      duplicate_window: 1_000_000_000,
+    });
+    const log = new MemoryEventLog();
+    log.append(10);
+    const seed = start({ events: log, lease: new MemoryLeaseArbiter().leaseFor("seed") });
+    await streamWith(server.url, 10);
+    await seed.stop();
+
+    // The second one reads what the first published more than a window ago, and publishes it again.
+    const one = start({ events: log, lease: splitBrainLease, batchSize: 7 });
+    const refusals: unknown[] = [];
+    const logger = {
+      info: () => undefined,
+      warn: (details: { err?: unknown }) => refusals.push(details.err),
+      error: (details: { err?: unknown }) => refusals.push(details.err),
+    };
+    start({ events: staleView(log, 1500), lease: splitBrainLease, batchSize: 13, logger });
+    for (let round = 0; round < 20; round++) {
+      log.append(25);
+      await new Promise((resolve) => setTimeout(resolve, 150));
+    }
+    await new Promise((resolve) => setTimeout(resolve, 3000));
+    expectExactly(await streamWith(server.url, 510, 30_000), 1, 510);
+    // The stale one really published, and the stream refused it for the sequence it named.
+    expect(one.status().acknowledged).toBeGreaterThan(0);
+    expect(refusals.some((err) => String(err).includes("wrong last sequence"))).toBe(true);
+  });
+
+  it("starts a new stream at the oldest event the log still keeps, then resumes by id, not by sequence", async () => {
+    const log = new MemoryEventLog();
+    log.append(100);
+    log.prune(41);
+    const first = start({ events: log, lease: new MemoryLeaseArbiter().leaseFor("a") });
+    expectExactly(await streamWith(server.url, 60), 41, 100, 1);
+    await first.stop();
+
+    log.append(10);
+    start({ events: log, lease: new MemoryLeaseArbiter().leaseFor("b") });
+    expectExactly(await streamWith(server.url, 70), 41, 110, 1);
+  });
+
+  it("creates the stream again when it is deleted under a running relay, from the oldest kept event", async () => {
+    const log = new MemoryEventLog();
+    log.append(50);
+    start({ events: log, lease: new MemoryLeaseArbiter().leaseFor("a"), backoff: { maxMs: 200 } });
+    await streamWith(server.url, 50);
+
+    await (await jetstreamManager(admin)).streams.delete(STREAM_NAME);
+    log.prune(31);
+    log.append(10);
+    expectExactly(await streamWith(server.url, 30), 31, 60, 1);
+  });
+});

@@ -1,0 +1,111 @@
+import { describe, expect } from "vitest";
+import type { PostRepository, SearchPageQuery } from "../../ports/post-repository.js";
+import type { Post } from "../../post.js";
+import type { PostContractContext } from "./post-contract-context.js";
+
+const ids = (posts: readonly Post[]) => posts.map((post) => post.id);
+
+/** One search page as the walk saw it. */
+interface WalkedPage {
+  readonly beforeId: number | undefined;
+  readonly ids: readonly number[];
+  readonly resumeBelow: number | undefined;
+}
+
+/**
+ * Follows a search from its first page to its end as the listing does: after a full page, below
+ * its last post; after a page that stopped early, below `resumeBelow`; the end when neither.
+ * Fails beyond `maxPages`, so a walk that never ends is a failure rather than a hang.
+ */
+async function walk(
+  posts: PostRepository,
+  query: Omit<SearchPageQuery, "beforeId">,
+  maxPages: number,
+): Promise<WalkedPage[]> {
+  const pages: WalkedPage[] = [];
+  let beforeId: number | undefined;
+  for (;;) {
+    if (pages.length === maxPages) throw new Error(`the search has not ended after ${maxPages} pages`);
+    const read = await posts.searchPage({ ...query, ...(beforeId === undefined ? {} : { beforeId }) });
+    const page = { beforeId, ids: ids(read.posts), resumeBelow: read.resumeBelow };
+    pages.push(page);
+    expect(page.ids.length).toBeLessThanOrEqual(query.limit);
+    if (page.ids.length === query.limit) beforeId = page.ids.at(-1);
+    else if (page.resumeBelow !== undefined) beforeId = page.resumeBelow;
+    else return pages;
+  }
+}
+
+/**
+ * `PostRepository.searchPage`: pages of bounded work that may stop early, continue where they
+ * stopped, and together visit every match exactly once. With the fixture's `budgetedPosts` (a
+ * repository on the same store whose pages read only a few posts), early stops are made to
+ * happen and checked; the walk is checked on the fixture's own repository either way. Part of
+ * `postRepositoryContract`.
+ */
+export function boundedSearchContract({ fixture, spec, newAuthor, newPost }: PostContractContext): void {
+  describe("searchPage", () => {
+    /** 30 posts by one author, one in five matching "needle" (in the title or the content). */
+    const sparseMatches = async () => {
+      const author = await newAuthor();
+      const matching: Post[] = [];
+      for (let i = 0; i < 30; i++) {
+        const hit = i % 5 === 2;
+        const post = await newPost(author, {
+          title: hit && i % 2 === 0 ? `a NEEDLE ${i}` : `hay ${i}`,
+          content: hit && i % 2 === 1 ? `more hay, then the needle ${i}` : "only hay",
+        });
+        if (hit) matching.push(post);
+      }
+      return { author, newestFirst: ids(matching).reverse() };
+    };
+
+    for (const [label, repository] of [
+      ["with the store's own bound", () => fixture().posts],
+      ["with a bound of a few posts", () => fixture().budgetedPosts ?? fixture().posts],
+    ] as const) {
+      spec(`${label}: following the pages visits every match once, newest first, and ends`, async () => {
+        const { author, newestFirst } = await sparseMatches();
+        for (const limit of [1, 2, 3, 7]) {
+          const pages = await walk(repository(), { limit, authorId: author.id, search: "needle" }, 40);
+          expect(pages.flatMap((page) => page.ids)).toEqual(newestFirst);
+        }
+      });
+
+      spec(`${label}: a page that stops early holds every match above where it stopped`, async () => {
+        const { author, newestFirst } = await sparseMatches();
+        const pages = await walk(repository(), { limit: 3, authorId: author.id, search: "needle" }, 40);
+        for (const page of pages) {
+          if (page.ids.length === 3 || page.resumeBelow === undefined) continue;
+          const { resumeBelow, beforeId } = page;
+          const between = newestFirst.filter(
+            (id) => id >= resumeBelow && (beforeId === undefined || id < beforeId),
+          );
+          expect(page.ids).toEqual(between);
+        }
+      });
+    }
+
+    spec("with a bound of a few posts, a search of sparse matches stops early and continues", async () => {
+      const budgeted = fixture().budgetedPosts;
+      // Without one the store's own bound is far above these few posts: nothing can stop early.
+      if (budgeted === undefined) return;
+      const { author, newestFirst } = await sparseMatches();
+      const pages = await walk(budgeted, { limit: 3, authorId: author.id, search: "needle" }, 40);
+      expect(pages.some((page) => page.ids.length < 3 && page.resumeBelow !== undefined)).toBe(true);
+      expect(pages.flatMap((page) => page.ids)).toEqual(newestFirst);
+      // A search no post matches ends too, through pages that hold nothing.
+      const none = await walk(budgeted, { limit: 3, authorId: author.id, search: "absent" }, 40);
+      expect(none.flatMap((page) => page.ids)).toEqual([]);
+    });
+
+    spec("with a bound of a few posts, listPage still fills its pages", async () => {
+      const posts = fixture().budgetedPosts ?? fixture().posts;
+      const { author, newestFirst } = await sparseMatches();
+      expect(ids(await posts.listPage({ limit: 3, authorId: author.id, search: "needle" }))).toEqual(
+        newestFirst.slice(0, 3),
+      );
+      expect(await posts.listPage({ limit: 20, authorId: author.id })).toHaveLength(20);
+    });
+  });
+}
