@@ -26,6 +26,15 @@ export default defineConfig({
       project("adapters-http", { testTimeout: 20_000, hookTimeout: 60_000 }),
       project("app", { testTimeout: 60_000, hookTimeout: 90_000 }),
       project("conformance"),
+      // The soak's analysis and the test of its memory check (the soak itself is `pnpm soak`).
+      defineProject({
+        test: {
+          name: "bench",
+          root: fileURLToPath(new URL("./bench", import.meta.url)),
+          include: ["test/**/*.test.ts"],
+          testTimeout: 60_000,
+        },
+      }),
       // The packed libraries installed with npm outside the workspace, and the examples run on them.
       defineProject({
         test: {

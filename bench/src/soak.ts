@@ -8,16 +8,18 @@
  * next to a test run. Settings (environment): SOAK_ADMIN_URL (default DATABASE_URL, else
  * postgres://postgres@127.0.0.1:5432/postgres), SOAK_CLUSTER (default "15 main"),
  * SOAK_DURATION_MS (100000), SOAK_RESTARTS (1), SOAK_RESTART_AT_MS (40000; with several restarts
- * they are spread evenly instead), SOAK_DOWN_MS (5000), SOAK_CLIENTS (8), SOAK_HEAP_SNAPSHOTS
- * ("1": heap snapshots when the load starts, after the warm-up and at its end).
+ * they are spread evenly instead), SOAK_DOWN_MS (5000), SOAK_CLIENTS (8), SOAK_THINK_MS (0: each client's
+ * pause after each answer, to keep a long run's load moderate), SOAK_HEAP_SNAPSHOTS
+ * ("1": heap snapshots after the warm-up and at the end of the load).
  *
  * The service runs with its inspector on a loopback port the kernel picks: the soak forces full
  * collections through it to read the heap a leak would raise (see soak/heap-probe.ts).
  */
 import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { createWriteStream, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { createReadStream, createWriteStream, mkdirSync, writeFileSync } from "node:fs";
 import { cpus, release, totalmem } from "node:os";
+import { createInterface } from "node:readline";
 import type { Readable } from "node:stream";
 import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
@@ -26,6 +28,7 @@ import pg from "pg";
 import { recreateDatabase, withDatabase } from "./load/database.js";
 import { freePorts, residentBytes } from "./servers/server-process.js";
 import { HeapProbe, inspectorUrl } from "./soak/heap-probe.js";
+import { metricValue } from "./soak/service-metrics.js";
 import {
   analyzeLoad,
   type CollectedHeapReading,
@@ -33,7 +36,9 @@ import {
   leakVerdict,
   type MemorySample,
   memoryTrend,
+  type Pause,
 } from "./soak/soak-analysis.js";
+import { memoryChartSvg } from "./soak/soak-chart.js";
 import type { LoadSettings, LoadWorker, RequestRecord } from "./soak/soak-load.js";
 import { type CheckVerdict, keptNotes, type SoakResult, soakReport } from "./soak/soak-report.js";
 
@@ -50,8 +55,9 @@ const settings = {
   restartAtMs: Number(env("SOAK_RESTART_AT_MS", "40000")),
   downMs: Number(env("SOAK_DOWN_MS", "5000")),
   clients: Number(env("SOAK_CLIENTS", "8")),
+  thinkMs: Number(env("SOAK_THINK_MS", "0")),
   postsPerClient: 5,
-  /** Heap snapshots (cold, warm, end) into bench/results/, for a comparison by constructor. */
+  /** Heap snapshots (after the warm-up and at the end) into bench/results/, for a comparison by constructor. */
   snapshots: env("SOAK_HEAP_SNAPSHOTS", "0") === "1",
 };
 /** Forced full collections: about forty a run, at least 2.5 s and at most 30 s apart. */
@@ -66,6 +72,8 @@ const SERVICE_ENV = {
   LOG_LEVEL: "warn",
 };
 const REPORT = `${ROOT}bench/SOAK.md`;
+/** The memory chart the report shows, beside it. */
+const CHART = `${ROOT}bench/soak-memory.svg`;
 const REQUEST_TIMEOUT_MS = 15_000;
 const BURST = 60;
 const mib = (bytes: number) => `${(bytes / 2 ** 20).toFixed(1)} MiB`;
@@ -127,17 +135,6 @@ async function startService(port: number, databaseUrl: string, logFile: string) 
   if (child.pid === undefined) throw new Error("the service has no pid");
   const probe = await HeapProbe.connect(await inspector);
   return { url, pid: child.pid, child, exited, probe };
-}
-
-/** One gauge of the service's /metrics (`name` without labels); 0 when it does not answer. */
-async function gauge(url: string, name: string): Promise<number> {
-  try {
-    const response = await fetch(`${url}/metrics`, { signal: AbortSignal.timeout(2000) });
-    const text = await response.text();
-    return Number(new RegExp(`^${name} (\\d+(?:\\.\\d+)?)`, "m").exec(text)?.[1] ?? 0);
-  } catch {
-    return 0;
-  }
 }
 
 /** One user per client, registered and logged in through the API, each with a few posts. */
@@ -286,7 +283,9 @@ async function soakAgainst(
     const at = Date.now();
     samples.push({ at, bytes: residentBytes(service.pid) });
     // The heap as V8 reports it (prom-client's default metrics), garbage included: for the chart.
-    void gauge(service.url, "nodejs_heap_size_used_bytes").then((bytes) => heapSamples.push({ at, bytes }));
+    void metricValue(service.url, "nodejs_heap_size_used_bytes").then((bytes) =>
+      heapSamples.push({ at, bytes }),
+    );
   }, 1000);
   // What a leak raises: the heap after forced full collections, beside what the caches hold then.
   const collected: CollectedHeapReading[] = [];
@@ -296,18 +295,19 @@ async function soakAgainst(
       await sleep(Math.min(COLLECT_EVERY_MS, Math.max(0, until - Date.now())));
       const at = Date.now();
       const heapBytes = await service.probe.collectedHeapBytes().catch(() => 0);
-      const cacheBytes = await gauge(service.url, "post_cache_bytes");
+      const cacheBytes = await metricValue(service.url, "post_cache_bytes");
       collected.push({ at, heapBytes, cacheBytes });
     }
   })();
+  const pauses: Pause[] = [];
   const snapshot = async (name: string) => {
     if (!settings.snapshots) return;
     const file = `${RESULTS}/soak-${stamp}.${name}.heapsnapshot`;
-    const at = Date.now();
+    const from = Date.now();
     await service.probe.writeSnapshot(file);
-    log(`heap snapshot ${name}: ${file} (${Date.now() - at} ms)`);
+    pauses.push({ from, to: Date.now() });
+    log(`heap snapshot ${name}: ${file} (${Date.now() - from} ms)`);
   };
-  await snapshot("cold");
   const warmSnapshot = (async () => {
     await sleep(settings.durationMs * LEAK_BOUNDS.warmUpShare);
     await snapshot("warm");
@@ -321,6 +321,7 @@ async function soakAgainst(
     workers,
     outFile: recordsFile,
     requestTimeoutMs: REQUEST_TIMEOUT_MS,
+    thinkMs: settings.thinkMs,
   });
   const loadStartedAt = Date.now();
   const restarts = (async () => {
@@ -335,11 +336,11 @@ async function soakAgainst(
   clearInterval(sampler);
   await snapshot("end");
 
-  const records = readFileSync(recordsFile, "utf8")
-    .trim()
-    .split("\n")
-    .map((line) => JSON.parse(line) as RequestRecord);
-  const analysis = analyzeLoad(records, restartTimes);
+  // Line by line: the records of an hour can exceed the longest string V8 makes.
+  const records: RequestRecord[] = [];
+  for await (const line of createInterface({ input: createReadStream(recordsFile) }))
+    if (line !== "") records.push(JSON.parse(line) as RequestRecord);
+  const analysis = analyzeLoad(records, restartTimes, pauses);
 
   // The pool must have recovered by itself: readiness, then a burst of reads and writes.
   // Status 0: no answer at all, the service is gone.
@@ -387,7 +388,7 @@ async function soakAgainst(
     {
       name: "only 503, only while the database was away",
       verdict: holds(analysis.unexpected === 0 && analysis.failuresBeforeRestarts === 0),
-      detail: `${analysis.failures} non-2xx answers, ${analysis.unexpected} of them not 503, ${analysis.failuresBeforeRestarts} before the first restart`,
+      detail: `${analysis.failures} non-2xx answers, ${analysis.unexpected} of them not 503, ${analysis.failuresBeforeRestarts} before the first restart, ${analysis.failuresDuringPauses} to requests in flight during a heap snapshot`,
     },
     {
       name: "recovers by itself within 10 s",
@@ -456,6 +457,7 @@ async function soakAgainst(
     settings: {
       "load duration": `${settings.durationMs} ms`,
       clients: settings.clients,
+      "pause of a client after each answer": `${settings.thinkMs} ms`,
       "PostgreSQL restarts": `${RESTART_SCHEDULE.length}, at ${RESTART_SCHEDULE.join(", ")} ms into the load`,
       "PostgreSQL down for": `${settings.downMs} ms each (plus the stop and start commands)`,
       "client timeout per request": `${REQUEST_TIMEOUT_MS} ms`,
@@ -471,23 +473,23 @@ async function soakAgainst(
     checks,
   };
   writeFileSync(REPORT, soakReport(result, keptNotes(REPORT)));
+  const series = { rssSamples: samples, heapSamples, collectedHeap: collected, restartTimes };
   writeFileSync(
     `${RESULTS}/soak-${stamp}.json`,
     `${JSON.stringify(
       {
         ...result,
         load: { ...analysis, acknowledgedIds: undefined, acknowledgedUpdates: undefined },
-        rssSamples: samples,
-        heapSamples,
-        collectedHeap: collected,
-        restartTimes,
+        ...series,
+        pauses,
       },
       null,
       2,
     )}\n`,
   );
+  writeFileSync(CHART, await memoryChartSvg(series, `Soak memory, ${result.date}`));
   for (const check of checks) log(`${check.verdict.padEnd(12)}  ${check.name}: ${check.detail}`);
-  log("report written to bench/SOAK.md");
+  log("report written to bench/SOAK.md, its chart to bench/soak-memory.svg");
   return checks.some((check) => check.verdict === "fail") ? 1 : 0;
 }
 

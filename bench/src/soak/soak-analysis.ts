@@ -59,6 +59,12 @@ export interface LoadAnalysis {
   readonly byStatus: Readonly<Record<string, number>>;
   /** The answers that were not 2xx. */
   readonly failures: number;
+  /**
+   * Of them, answers to requests in flight while the service was stopped on purpose (a heap
+   * snapshot): a stop longer than the statement timeout fails the statements it catches, as any
+   * stall would. Not attributed to a restart; they must still be 503.
+   */
+  readonly failuresDuringPauses: number;
   /** Non-2xx answers before the first restart: there should be none. */
   readonly failuresBeforeRestarts: number;
   readonly outages: readonly Outage[];
@@ -92,10 +98,20 @@ function latencyOf(records: readonly RequestRecord[]): PhaseLatency {
   };
 }
 
-/** Reads the records of a run with PostgreSQL restarted at the given times (in order). */
+/** A span (epoch milliseconds) when the soak stopped the service on purpose. */
+export interface Pause {
+  readonly from: number;
+  readonly to: number;
+}
+
+/**
+ * Reads the records of a run with PostgreSQL restarted at the given times (in order) and the
+ * service stopped on purpose during `pauses`.
+ */
 export function analyzeLoad(
   records: readonly RequestRecord[],
   restarts: readonly RestartTimes[],
+  pauses: readonly Pause[] = [],
 ): LoadAnalysis {
   const startedAt = extent(records.map((record) => record.sentAt)).min;
   const endedAt = extent(records.map((record) => record.doneAt)).max;
@@ -112,7 +128,10 @@ export function analyzeLoad(
     byOperation[record.op]++;
     byStatus[record.status] = (byStatus[record.status] ?? 0) + 1;
   }
-  const failed = records.filter((record) => !isSuccess(record.status));
+  const inPause = (record: RequestRecord) =>
+    pauses.some((pause) => record.sentAt <= pause.to && record.doneAt >= pause.from);
+  const allFailed = records.filter((record) => !isSuccess(record.status));
+  const failed = allFailed.filter((record) => !inPause(record));
 
   const outages = restarts.map((restart, index): Outage => {
     const until = restarts[index + 1]?.stopAt ?? Number.POSITIVE_INFINITY;
@@ -173,10 +192,11 @@ export function analyzeLoad(
     perSecond: records.length / ((endedAt - startedAt) / 1000),
     byOperation,
     byStatus,
-    failures: failed.length,
+    failures: allFailed.length,
+    failuresDuringPauses: allFailed.length - failed.length,
     failuresBeforeRestarts: failed.filter((record) => record.doneAt < firstStop).length,
     outages,
-    unexpected: failed.filter((record) => record.status !== 503).length,
+    unexpected: allFailed.filter((record) => record.status !== 503).length,
     latency: {
       before: latencyOf(records.filter((record) => record.doneAt < firstStop)),
       during: latencyOf(records.filter(inOutage)),

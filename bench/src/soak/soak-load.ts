@@ -7,6 +7,7 @@
 
 import { once } from "node:events";
 import { createWriteStream } from "node:fs";
+import { setTimeout as sleep } from "node:timers/promises";
 
 /** One client of the mix: a user, its token, and the posts it may patch. */
 export interface LoadWorker {
@@ -23,6 +24,8 @@ export interface LoadSettings {
   readonly outFile: string;
   /** Give up on one request after this long; the record then has status -1. */
   readonly requestTimeoutMs: number;
+  /** Each client waits this long after each answer: 0 drives the service as hard as it answers. */
+  readonly thinkMs: number;
 }
 
 /**
@@ -150,6 +153,7 @@ async function runWorker(
       ...(key === undefined ? {} : { key }),
     });
     if (key !== undefined) record(await retry(settings, path, init, key, id));
+    if (settings.thinkMs > 0) await sleep(settings.thinkMs);
   }
 }
 

@@ -156,11 +156,14 @@ export function soakReport(result: SoakResult, notes = ""): string {
     }),
     "",
     `- Non-2xx answers: ${load.failures}, of which unexpected (a 5xx other than 503, no answer, ` +
-      `a timeout): ${load.unexpected}; before the first restart: ${load.failuresBeforeRestarts}.`,
+      `a timeout): ${load.unexpected}; before the first restart: ${load.failuresBeforeRestarts}; to requests ` +
+      `in flight while a heap snapshot stopped the service: ${load.failuresDuringPauses}.`,
     `- Afterwards: /ready ${result.afterwards.readyStatus}; ${result.afterwards.burstSucceeded} of ` +
       `${result.afterwards.burstSize} concurrent requests 2xx.`,
     "",
     "### Memory (RSS of the service, sampled every second)",
+    "",
+    "![RSS and V8 heap over the run](soak-memory.svg)",
     "",
     `- ${rss.samples} samples, from ${mib(rss.minBytes)} to ${mib(rss.maxBytes)}.`,
     `- Largest in the first quarter: ${mib(rss.firstQuarterMaxBytes)}; in the last quarter: ` +
