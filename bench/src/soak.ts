@@ -1,7 +1,9 @@
 /**
- * `pnpm soak`: about two minutes of mixed load on the built service while the PostgreSQL server
- * it uses is restarted, then checks that nothing acknowledged was lost, that memory stayed flat
- * and that the service recovered by itself. Writes bench/SOAK.md and exits 1 when a check fails.
+ * `pnpm soak`: mixed load on the built service (100 s unless told otherwise) while the PostgreSQL
+ * server it uses is restarted, then checks that nothing acknowledged was lost, that the service
+ * recovered by itself, that idempotent retries named the first post and that the heap, net of the
+ * post cache, did not grow. Writes bench/SOAK.md and its memory chart bench/soak-memory.svg, and
+ * exits 1 when a check fails.
  *
  * It restarts the PostgreSQL cluster (`pg_ctlcluster`), so it needs to run as root or as the
  * cluster's owner, and it disturbs everything else using that server: never run it in CI or

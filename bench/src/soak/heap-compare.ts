@@ -149,3 +149,27 @@ export function comparisonMarkdown(comparison: SnapshotComparison, rows = 15): s
     "",
   ].join("\n");
 }
+
+/**
+ * One snapshot's `rows` classes that retain most, as Markdown, with its totals. Retained sizes
+ * nest (a cache retains its entries, whose class is listed too), so the rows do not add up.
+ */
+export async function summaryMarkdown(file: string, rows = 30): Promise<string> {
+  const snapshot = await read(file);
+  const all = totals(snapshot);
+  const largest = [...classes(snapshot).values()]
+    .sort((a, b) => b.retainedBytes - a.retainedBytes)
+    .slice(0, rows);
+  return [
+    `Total ${kib(all.totalBytes)}: code ${kib(all.codeBytes)}, strings ${kib(all.stringBytes)}, ` +
+      `JS arrays ${kib(all.jsArrayBytes)}, system ${kib(all.systemBytes)}, native ${kib(all.nativeBytes)}.`,
+    "",
+    "| class | objects | own size | retained size |",
+    "|---|---|---|---|",
+    ...largest.map(
+      (size) =>
+        `| ${size.name.replaceAll("|", "\\|").slice(0, 60)} | ${size.count} | ${kib(size.selfBytes)} | ${kib(size.retainedBytes)} |`,
+    ),
+    "",
+  ].join("\n");
+}
