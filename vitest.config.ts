@@ -32,7 +32,8 @@ export default defineConfig({
           name: "bench",
           root: fileURLToPath(new URL("./bench", import.meta.url)),
           include: ["test/**/*.test.ts"],
-          testTimeout: 60_000,
+          // The memory check's test forces about fifty full collections in two fixture processes.
+          testTimeout: 120_000,
         },
       }),
       // The packed libraries installed with npm outside the workspace, and the examples run on them.

@@ -49,9 +49,10 @@ async function readingsOf(mode: "leak" | "cache"): Promise<CollectedHeapReading[
             ),
           );
         }
-        const at = Date.now();
         const heapBytes = await probe.collectedHeapBytes();
-        readings.push({ at, heapBytes, cacheBytes: await metricValue(url, "post_cache_bytes") });
+        // Readings spaced by the work done, not by the clock: the fixture leaks per request, and
+        // a busy machine stalling one step must not move where the warm-up ends.
+        readings.push({ at: step * 1000, heapBytes, cacheBytes: await metricValue(url, "post_cache_bytes") });
       }
       return readings;
     } finally {
