@@ -390,7 +390,7 @@ async function soakAgainst(
     {
       name: "only 503, only while the database was away",
       verdict: holds(analysis.unexpected === 0 && analysis.failuresBeforeRestarts === 0),
-      detail: `${analysis.failures} non-2xx answers, ${analysis.unexpected} of them not 503, ${analysis.failuresBeforeRestarts} before the first restart, ${analysis.failuresDuringPauses} to requests in flight during a heap snapshot`,
+      detail: `${analysis.failures} non-2xx answers, ${analysis.unexpected} of them not 503, ${analysis.failuresBeforeRestarts} before the first restart, ${analysis.failuresDuringPauses} to requests in flight while a heap snapshot stopped the service (503 or a client timeout allowed there)`,
     },
     {
       name: "recovers by itself within 10 s",

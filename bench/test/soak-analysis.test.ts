@@ -110,20 +110,24 @@ describe("analyzeLoad", () => {
     expect(analysis.failuresBeforeRestarts).toBe(0);
   });
 
-  it("tells answers to requests caught by a heap snapshot from failures of a restart, and still wants them 503", () => {
+  it("tells answers to requests caught by a heap snapshot from failures of a restart: 503 or a client timeout there, nothing else", () => {
     const pause = { from: at + 20, to: at + 60 };
     const records = [
       record({ op: "list", status: 200 }, 0),
       record({ op: "search", status: 503 }, 18),
+      record({ op: "read", status: -1 }, 30),
       record({ op: "read", status: 500 }, 50),
+      record({ op: "create", status: 0 }, 55),
       record({ op: "list", status: 503 }, 120),
     ];
     const analysis = analyzeLoad(records, [restart], [pause]);
-    expect(analysis.failures).toBe(3);
-    expect(analysis.failuresDuringPauses).toBe(2);
+    expect(analysis.failures).toBe(5);
+    expect(analysis.failuresDuringPauses).toBe(4);
     expect(analysis.failuresBeforeRestarts).toBe(0);
-    expect(analysis.unexpected).toBe(1);
+    expect(analysis.unexpected).toBe(2);
     expect(analysis.outages[0]?.failures).toBe(1);
-    expect(analyzeLoad(records, [restart]).failuresBeforeRestarts).toBe(2);
+    const unpaused = analyzeLoad(records, [restart]);
+    expect(unpaused.failuresBeforeRestarts).toBe(4);
+    expect(unpaused.unexpected).toBe(3);
   });
 });

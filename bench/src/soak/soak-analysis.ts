@@ -60,15 +60,19 @@ export interface LoadAnalysis {
   /** The answers that were not 2xx. */
   readonly failures: number;
   /**
-   * Of them, answers to requests in flight while the service was stopped on purpose (a heap
-   * snapshot): a stop longer than the statement timeout fails the statements it catches, as any
-   * stall would. Not attributed to a restart; they must still be 503.
+   * Of them, answers to requests in flight while the soak stopped the service on purpose (a heap
+   * snapshot stops it for seconds): a stop longer than the statement timeout fails the statements
+   * it catches, and one longer than the client's timeout times the request out, as any stall
+   * would. Not attributed to a restart; a 503 or a client timeout is expected there, nothing else.
    */
   readonly failuresDuringPauses: number;
   /** Non-2xx answers before the first restart: there should be none. */
   readonly failuresBeforeRestarts: number;
   readonly outages: readonly Outage[];
-  /** Answers that must never happen: any 5xx but 503, network errors, client timeouts. */
+  /**
+   * Answers that must never happen: any 5xx but 503, network errors, client timeouts (except, for
+   * requests caught by a pause, 503 and client timeouts).
+   */
   readonly unexpected: number;
   readonly latency: {
     /** Requests answered before the first stop. */
@@ -196,7 +200,9 @@ export function analyzeLoad(
     failuresDuringPauses: allFailed.length - failed.length,
     failuresBeforeRestarts: failed.filter((record) => record.doneAt < firstStop).length,
     outages,
-    unexpected: allFailed.filter((record) => record.status !== 503).length,
+    unexpected:
+      failed.filter((record) => record.status !== 503).length +
+      allFailed.filter((record) => inPause(record) && record.status !== 503 && record.status !== -1).length,
     latency: {
       before: latencyOf(records.filter((record) => record.doneAt < firstStop)),
       during: latencyOf(records.filter(inOutage)),
