@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import {
+  afterWarmUp,
   analyzeLoad,
   type CollectedHeapReading,
   LEAK_BOUNDS,
@@ -77,6 +78,14 @@ describe("leakVerdict", () => {
     const analysis = leakVerdict(withGaps);
     expect(analysis.verdict).toBe("pass");
     expect(analysis.readings).toBeLessThan(48);
+  });
+});
+
+describe("afterWarmUp", () => {
+  it("keeps the samples after the first share of their time span, whatever their order", () => {
+    const samples = [40, 0, 10, 20, 30, 100, 80].map((at) => ({ at, bytes: 1 }));
+    expect(afterWarmUp(samples, 0.2).map((sample) => sample.at)).toEqual([40, 20, 30, 100, 80]);
+    expect(afterWarmUp(samples, 0)).toHaveLength(7);
   });
 });
 

@@ -266,6 +266,17 @@ export function memoryTrend(all: readonly MemorySample[]): MemoryTrend {
 }
 
 /**
+ * The samples after the first `share` of their time span: what is judged once the service is
+ * warm. A heap snapshot taken at the end of the warm-up raises RSS for good (the allocator keeps
+ * what the snapshot's native work freed), so RSS too is judged from there on.
+ */
+export function afterWarmUp<T extends { readonly at: number }>(samples: readonly T[], share: number): T[] {
+  const from = samples.reduce((first, sample) => Math.min(first, sample.at), Number.POSITIVE_INFINITY);
+  const to = samples.reduce((last, sample) => Math.max(last, sample.at), Number.NEGATIVE_INFINITY);
+  return samples.filter((sample) => sample.at - from >= (to - from) * share);
+}
+
+/**
  * One reading of the service's heap after forced full collections, with what its bounded caches
  * said they held at that moment (from /metrics): the part of the heap a cache filling up explains.
  */
@@ -334,8 +345,7 @@ export function leakVerdict(
 ): LeakAnalysis {
   const sorted = all.filter((reading) => reading.heapBytes > 0).sort((a, b) => a.at - b.at);
   const from = sorted[0]?.at ?? 0;
-  const span = (sorted[sorted.length - 1]?.at ?? 0) - from;
-  const judged = sorted.filter((reading) => reading.at - from >= span * bounds.warmUpShare);
+  const judged = afterWarmUp(sorted, bounds.warmUpShare);
   const net = judged.map((reading) => reading.heapBytes - reading.cacheBytes);
   const quarter = Math.max(1, Math.floor(net.length / 4));
   const baselineBytes = net.length === 0 ? Number.NaN : median(net.slice(0, quarter));

@@ -165,8 +165,8 @@ export function soakReport(result: SoakResult, notes = ""): string {
     "",
     "![RSS and V8 heap over the run](soak-memory.svg)",
     "",
-    `- ${rss.samples} samples, from ${mib(rss.minBytes)} to ${mib(rss.maxBytes)}.`,
-    `- Largest in the first quarter: ${mib(rss.firstQuarterMaxBytes)}; in the last quarter: ` +
+    `- RSS after the warm-up: ${rss.samples} samples, from ${mib(rss.minBytes)} to ${mib(rss.maxBytes)}.`,
+    `- Largest in its first quarter: ${mib(rss.firstQuarterMaxBytes)}; in its last quarter: ` +
       `${mib(rss.lastQuarterMaxBytes)} (ratio ${rss.ratio.toFixed(2)}).`,
     `- V8 heap in use, garbage included (from /metrics): ${heap.samples} samples, ${mib(heap.minBytes)} to ${mib(heap.maxBytes)}.`,
     `- After forced full collections, net of the post cache: ${result.leak.readings} readings after the warm-up, ` +
