@@ -36,6 +36,16 @@ export default defineConfig({
           include: ["markdown-links.test.ts"],
         },
       }),
+      // The soak's analysis and the test of its memory check (the soak itself is `pnpm soak`).
+      defineProject({
+        test: {
+          name: "bench",
+          root: fileURLToPath(new URL("./bench", import.meta.url)),
+          include: ["test/**/*.test.ts"],
+          // The memory check's test forces about fifty full collections in two fixture processes.
+          testTimeout: 120_000,
+        },
+      }),
       // The packed libraries installed with npm outside the workspace, and the examples run on them.
       defineProject({
         test: {

@@ -1,26 +1,47 @@
 /**
- * `pnpm soak`: about two minutes of mixed load on the built service while the PostgreSQL server
- * it uses is restarted, then checks that nothing acknowledged was lost, that memory stayed flat
- * and that the service recovered by itself. Writes bench/SOAK.md and exits 1 when a check fails.
+ * `pnpm soak`: mixed load on the built service (100 s unless told otherwise) while the PostgreSQL
+ * server it uses is restarted, then checks that nothing acknowledged was lost, that the service
+ * recovered by itself, that idempotent retries named the first post and that the heap, net of the
+ * post cache, did not grow. Writes bench/SOAK.md and its memory chart bench/soak-memory.svg, and
+ * exits 1 when a check fails.
  *
  * It restarts the PostgreSQL cluster (`pg_ctlcluster`), so it needs to run as root or as the
  * cluster's owner, and it disturbs everything else using that server: never run it in CI or
  * next to a test run. Settings (environment): SOAK_ADMIN_URL (default DATABASE_URL, else
  * postgres://postgres@127.0.0.1:5432/postgres), SOAK_CLUSTER (default "15 main"),
  * SOAK_DURATION_MS (100000), SOAK_RESTARTS (1), SOAK_RESTART_AT_MS (40000; with several restarts
- * they are spread evenly instead), SOAK_DOWN_MS (5000), SOAK_CLIENTS (8).
+ * they are spread evenly instead), SOAK_DOWN_MS (5000), SOAK_CLIENTS (8), SOAK_THINK_MS (0: each client's
+ * pause after each answer, to keep a long run's load moderate), SOAK_HEAP_SNAPSHOTS
+ * ("1": heap snapshots after the warm-up and at the end of the load).
+ *
+ * The service runs with its inspector on a loopback port the kernel picks: the soak forces full
+ * collections through it to read the heap a leak would raise (see soak/heap-probe.ts).
  */
 import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { closeSync, mkdirSync, openSync, readFileSync, writeFileSync } from "node:fs";
+import { createReadStream, createWriteStream, mkdirSync, writeFileSync } from "node:fs";
 import { cpus, release, totalmem } from "node:os";
+import { createInterface } from "node:readline";
+import type { Readable } from "node:stream";
 import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import pg from "pg";
 import { recreateDatabase, withDatabase } from "./load/database.js";
 import { freePorts, residentBytes } from "./servers/server-process.js";
-import { afterFullCollections, analyzeLoad, type MemorySample, memoryTrend } from "./soak/soak-analysis.js";
+import { HeapProbe, inspectorUrl } from "./soak/heap-probe.js";
+import { metricValue } from "./soak/service-metrics.js";
+import {
+  afterWarmUp,
+  analyzeLoad,
+  type CollectedHeapReading,
+  LEAK_BOUNDS,
+  leakVerdict,
+  type MemorySample,
+  memoryTrend,
+  type Pause,
+} from "./soak/soak-analysis.js";
+import { memoryChartSvg } from "./soak/soak-chart.js";
 import type { LoadSettings, LoadWorker, RequestRecord } from "./soak/soak-load.js";
 import { type CheckVerdict, keptNotes, type SoakResult, soakReport } from "./soak/soak-report.js";
 
@@ -37,8 +58,13 @@ const settings = {
   restartAtMs: Number(env("SOAK_RESTART_AT_MS", "40000")),
   downMs: Number(env("SOAK_DOWN_MS", "5000")),
   clients: Number(env("SOAK_CLIENTS", "8")),
+  thinkMs: Number(env("SOAK_THINK_MS", "0")),
   postsPerClient: 5,
+  /** Heap snapshots (after the warm-up and at the end) into bench/results/, for a comparison by constructor. */
+  snapshots: env("SOAK_HEAP_SNAPSHOTS", "0") === "1",
 };
+/** Forced full collections: about forty a run, at least 2.5 s and at most 30 s apart. */
+const COLLECT_EVERY_MS = Math.min(30_000, Math.max(2_500, Math.round(settings.durationMs / 40)));
 // The service's own defaults, stated so that the report says what was measured.
 const SERVICE_ENV = {
   DB_POOL_SIZE: "10",
@@ -49,6 +75,8 @@ const SERVICE_ENV = {
   LOG_LEVEL: "warn",
 };
 const REPORT = `${ROOT}bench/SOAK.md`;
+/** The memory chart the report shows, beside it. */
+const CHART = `${ROOT}bench/soak-memory.svg`;
 const REQUEST_TIMEOUT_MS = 15_000;
 const BURST = 60;
 const mib = (bytes: number) => `${(bytes / 2 ** 20).toFixed(1)} MiB`;
@@ -66,23 +94,32 @@ const RESTART_SCHEDULE =
 const run = promisify(execFile);
 const log = (message: string) => process.stderr.write(`[soak ${new Date().toISOString()}] ${message}\n`);
 
-/** The built service on `port`, logging to `logFile`; resolves once /ready answers 200. */
+/**
+ * The built service on `port`, logging to `logFile`, with its inspector on a loopback port of the
+ * kernel's choosing (the soak's only way to force full collections and take heap snapshots);
+ * resolves once /ready answers 200.
+ */
 async function startService(port: number, databaseUrl: string, logFile: string) {
-  const out = openSync(logFile, "a");
-  const child: ChildProcess = spawn(process.execPath, [`${ROOT}packages/app/dist/main.js`], {
-    env: {
-      PATH: process.env.PATH ?? "",
-      HOME: process.env.HOME ?? "",
-      NODE_ENV: "production",
-      HOST: "127.0.0.1",
-      PORT: String(port),
-      DATABASE_URL: databaseUrl,
-      JWT_SECRET: randomBytes(48).toString("base64"),
-      ...SERVICE_ENV,
+  const log = createWriteStream(logFile, { flags: "a" });
+  const child: ChildProcess = spawn(
+    process.execPath,
+    ["--inspect=127.0.0.1:0", `${ROOT}packages/app/dist/main.js`],
+    {
+      env: {
+        PATH: process.env.PATH ?? "",
+        HOME: process.env.HOME ?? "",
+        NODE_ENV: "production",
+        HOST: "127.0.0.1",
+        PORT: String(port),
+        DATABASE_URL: databaseUrl,
+        JWT_SECRET: randomBytes(48).toString("base64"),
+        ...SERVICE_ENV,
+      },
+      stdio: ["ignore", "pipe", "pipe"],
     },
-    stdio: ["ignore", out, out],
-  });
-  closeSync(out);
+  );
+  child.stdout?.pipe(log, { end: false });
+  const inspector = inspectorUrl(child.stderr as Readable, (chunk) => log.write(chunk));
   const exited = new Promise<{ code: number | null; signal: string | null; at: number }>((resolve) =>
     child.once("exit", (code, signal) => resolve({ code, signal, at: Date.now() })),
   );
@@ -99,18 +136,8 @@ async function startService(port: number, databaseUrl: string, logFile: string) 
     await sleep(200);
   }
   if (child.pid === undefined) throw new Error("the service has no pid");
-  return { url, pid: child.pid, child, exited };
-}
-
-/** V8's heap in use, from the service's /metrics; 0 when it does not answer. */
-async function heapUsed(url: string): Promise<number> {
-  try {
-    const response = await fetch(`${url}/metrics`, { signal: AbortSignal.timeout(2000) });
-    const text = await response.text();
-    return Number(/^nodejs_heap_size_used_bytes (\d+(?:\.\d+)?)/m.exec(text)?.[1] ?? 0);
-  } catch {
-    return 0;
-  }
+  const probe = await HeapProbe.connect(await inspector);
+  return { url, pid: child.pid, child, exited, probe };
 }
 
 /** One user per client, registered and logged in through the API, each with a few posts. */
@@ -258,10 +285,36 @@ async function soakAgainst(
   const sampler = setInterval(() => {
     const at = Date.now();
     samples.push({ at, bytes: residentBytes(service.pid) });
-    // The heap as V8 reports it (prom-client's default metrics): its floor tells growth that
-    // survives garbage collection from a heap that is merely sized up under load.
-    void heapUsed(service.url).then((bytes) => heapSamples.push({ at, bytes }));
+    // The heap as V8 reports it (prom-client's default metrics), garbage included: for the chart.
+    void metricValue(service.url, "nodejs_heap_size_used_bytes").then((bytes) =>
+      heapSamples.push({ at, bytes }),
+    );
   }, 1000);
+  // What a leak raises: the heap after forced full collections, beside what the caches hold then.
+  const collected: CollectedHeapReading[] = [];
+  const collecting = (async () => {
+    const until = Date.now() + settings.durationMs;
+    while (Date.now() < until) {
+      await sleep(Math.min(COLLECT_EVERY_MS, Math.max(0, until - Date.now())));
+      const at = Date.now();
+      const heapBytes = await service.probe.collectedHeapBytes().catch(() => 0);
+      const cacheBytes = await metricValue(service.url, "post_cache_bytes");
+      collected.push({ at, heapBytes, cacheBytes });
+    }
+  })();
+  const pauses: Pause[] = [];
+  const snapshot = async (name: string) => {
+    if (!settings.snapshots) return;
+    const file = `${RESULTS}/soak-${stamp}.${name}.heapsnapshot`;
+    const from = Date.now();
+    await service.probe.writeSnapshot(file);
+    pauses.push({ from, to: Date.now() });
+    log(`heap snapshot ${name}: ${file} (${Date.now() - from} ms)`);
+  };
+  const warmSnapshot = (async () => {
+    await sleep(settings.durationMs * LEAK_BOUNDS.warmUpShare);
+    await snapshot("warm");
+  })();
   log(
     `load for ${settings.durationMs} ms from ${settings.clients} clients; restarts at ${RESTART_SCHEDULE.join(", ")} ms`,
   );
@@ -271,6 +324,7 @@ async function soakAgainst(
     workers,
     outFile: recordsFile,
     requestTimeoutMs: REQUEST_TIMEOUT_MS,
+    thinkMs: settings.thinkMs,
   });
   const loadStartedAt = Date.now();
   const restarts = (async () => {
@@ -281,14 +335,15 @@ async function soakAgainst(
     }
     return times;
   })();
-  const [, restartTimes] = await Promise.all([load, restarts]);
+  const [, restartTimes] = await Promise.all([load, restarts, collecting, warmSnapshot]);
   clearInterval(sampler);
+  await snapshot("end");
 
-  const records = readFileSync(recordsFile, "utf8")
-    .trim()
-    .split("\n")
-    .map((line) => JSON.parse(line) as RequestRecord);
-  const analysis = analyzeLoad(records, restartTimes);
+  // Line by line: the records of an hour can exceed the longest string V8 makes.
+  const records: RequestRecord[] = [];
+  for await (const line of createInterface({ input: createReadStream(recordsFile) }))
+    if (line !== "") records.push(JSON.parse(line) as RequestRecord);
+  const analysis = analyzeLoad(records, restartTimes, pauses);
 
   // The pool must have recovered by itself: readiness, then a burst of reads and writes.
   // Status 0: no answer at all, the service is gone.
@@ -317,16 +372,13 @@ async function soakAgainst(
   const writes = await checkWrites(databaseUrl, analysis.acknowledgedIds, analysis.acknowledgedUpdates);
 
   const crashed = service.child.exitCode !== null || service.child.signalCode !== null;
+  await service.probe.close().catch(() => undefined);
   const stoppingAt = Date.now();
   if (!crashed) service.child.kill("SIGTERM");
   const exit = await service.exited;
-  const rss = memoryTrend(samples);
+  const rss = memoryTrend(afterWarmUp(samples, LEAK_BOUNDS.warmUpShare));
   const heap = memoryTrend(heapSamples);
-  const floors = afterFullCollections(heapSamples);
-  const firstFloor = floors[0]?.bytes ?? 0;
-  const lastFloor = floors[floors.length - 1]?.bytes ?? 0;
-  const heapGrowth =
-    floors.length >= 2 ? lastFloor / firstFloor : heap.lastQuarterMinBytes / heap.firstQuarterMinBytes;
+  const leak = leakVerdict(collected);
   const burstSucceeded = burst.filter((status) => status >= 200 && status < 300).length;
   const firstStop = restartTimes[0]?.stopAt ?? 0;
 
@@ -339,7 +391,7 @@ async function soakAgainst(
     {
       name: "only 503, only while the database was away",
       verdict: holds(analysis.unexpected === 0 && analysis.failuresBeforeRestarts === 0),
-      detail: `${analysis.failures} non-2xx answers, ${analysis.unexpected} of them not 503, ${analysis.failuresBeforeRestarts} before the first restart`,
+      detail: `${analysis.failures} non-2xx answers, ${analysis.unexpected} of them not 503, ${analysis.failuresBeforeRestarts} before the first restart, ${analysis.failuresDuringPauses} to requests in flight while a heap snapshot stopped the service (503 or a client timeout allowed there)`,
     },
     {
       name: "recovers by itself within 10 s",
@@ -363,22 +415,21 @@ async function soakAgainst(
       detail: `/ready ${readyStatus}, burst ${burstSucceeded}/${BURST} 2xx`,
     },
     {
-      // RSS follows V8's sawtooth when the old space fills and a full collection empties it,
-      // so the quarter maxima of RSS can swing by half without any leak. What a leak raises is
-      // the heap left after each full collection. When the run had fewer than two (little
-      // survives the young generation, so the old space never filled), it is the heap's floor:
-      // the lowest reading of the last quarter against the first's, young garbage aside. RSS is
-      // only bounded, against a native leak.
+      name: "idempotent retries answer the first post",
+      verdict: holds(analysis.retries.otherPost === 0),
+      detail: `${analysis.retries.sent} keyed creates sent twice, ${analysis.retries.bothCreated} answered 201 both times, ${analysis.retries.otherPost} of them naming another post`,
+    },
+    {
+      // The heap after forced full collections, net of what the bounded caches hold, judged after
+      // the warm-up (leakVerdict); RSS is only bounded, against a native leak the heap would not show.
       name: "memory flat",
-      verdict:
-        crashed || rss.ratio >= 2 || heapGrowth >= 1.25 ? "fail" : heap.samples > 0 ? "pass" : "inconclusive",
+      verdict: crashed || rss.ratio >= 2 || leak.verdict === "fail" ? "fail" : leak.verdict,
       detail:
-        (floors.length >= 2
-          ? `heap after full collections: ${floors.map((floor) => mib(floor.bytes)).join(", ")}`
-          : `${floors.length === 0 ? "no" : "one"} full collection in the run; lowest heap reading of the ` +
-            `first and of the last quarter: ${mib(heap.firstQuarterMinBytes)}, ${mib(heap.lastQuarterMinBytes)}`) +
-        ` (last over first must stay under 1.25); RSS last-quarter max / first-quarter max = ` +
-        `${rss.ratio.toFixed(2)} (bound 2)`,
+        `heap after full collections net of the post cache, median of the first and of the last quarter ` +
+        `of ${leak.readings} readings after the warm-up: ${mib(leak.baselineBytes)}, ${mib(leak.finalBytes)}; ` +
+        `growth ${mib(leak.growthBytes)} (allowed ${mib(leak.allowedBytes)}; slope ${mib(leak.slopeBytesPerHour)} per hour); ` +
+        `post cache ${mib(leak.cacheFirstBytes)} → ${mib(leak.cacheLastBytes)}; ` +
+        `RSS after the warm-up, last-quarter max / first-quarter max = ${rss.ratio.toFixed(2)} (bound 2)`,
     },
     {
       name: "service survived",
@@ -409,6 +460,7 @@ async function soakAgainst(
     settings: {
       "load duration": `${settings.durationMs} ms`,
       clients: settings.clients,
+      "pause of a client after each answer": `${settings.thinkMs} ms`,
       "PostgreSQL restarts": `${RESTART_SCHEDULE.length}, at ${RESTART_SCHEDULE.join(", ")} ms into the load`,
       "PostgreSQL down for": `${settings.downMs} ms each (plus the stop and start commands)`,
       "client timeout per request": `${REQUEST_TIMEOUT_MS} ms`,
@@ -417,28 +469,30 @@ async function soakAgainst(
     load: analysis,
     rss,
     heap,
+    leak,
     afterwards: { readyStatus, burstSucceeded, burstSize: BURST },
     writes,
     shutdown: { crashed, code: exit.code, signal: exit.signal, ms: exit.at - stoppingAt },
     checks,
   };
   writeFileSync(REPORT, soakReport(result, keptNotes(REPORT)));
+  const series = { rssSamples: samples, heapSamples, collectedHeap: collected, restartTimes };
   writeFileSync(
     `${RESULTS}/soak-${stamp}.json`,
     `${JSON.stringify(
       {
         ...result,
         load: { ...analysis, acknowledgedIds: undefined, acknowledgedUpdates: undefined },
-        rssSamples: samples,
-        heapSamples,
-        restartTimes,
+        ...series,
+        pauses,
       },
       null,
       2,
     )}\n`,
   );
+  writeFileSync(CHART, await memoryChartSvg(series, `Soak memory, ${result.date}`));
   for (const check of checks) log(`${check.verdict.padEnd(12)}  ${check.name}: ${check.detail}`);
-  log("report written to bench/SOAK.md");
+  log("report written to bench/SOAK.md, its chart to bench/soak-memory.svg");
   return checks.some((check) => check.verdict === "fail") ? 1 : 0;
 }
 

@@ -59,10 +59,20 @@ export interface LoadAnalysis {
   readonly byStatus: Readonly<Record<string, number>>;
   /** The answers that were not 2xx. */
   readonly failures: number;
+  /**
+   * Of them, answers to requests in flight while the soak stopped the service on purpose (a heap
+   * snapshot stops it for seconds): a stop longer than the statement timeout fails the statements
+   * it catches, and one longer than the client's timeout times the request out, as any stall
+   * would. Not attributed to a restart; a 503 or a client timeout is expected there, nothing else.
+   */
+  readonly failuresDuringPauses: number;
   /** Non-2xx answers before the first restart: there should be none. */
   readonly failuresBeforeRestarts: number;
   readonly outages: readonly Outage[];
-  /** Answers that must never happen: any 5xx but 503, network errors, client timeouts. */
+  /**
+   * Answers that must never happen: any 5xx but 503, network errors, client timeouts (except, for
+   * requests caught by a pause, 503 and client timeouts).
+   */
   readonly unexpected: number;
   readonly latency: {
     /** Requests answered before the first stop. */
@@ -76,6 +86,8 @@ export interface LoadAnalysis {
   readonly acknowledgedIds: readonly number[];
   /** For each patched post, the latest updatedAt a 200 acknowledged (UTC, no zone). */
   readonly acknowledgedUpdates: ReadonlyMap<number, string>;
+  /** Keyed creates sent twice: how many, and how many retries named another post than the first 201. */
+  readonly retries: { readonly sent: number; readonly bothCreated: number; readonly otherPost: number };
 }
 
 const isSuccess = (status: number) => status >= 200 && status < 300;
@@ -90,20 +102,40 @@ function latencyOf(records: readonly RequestRecord[]): PhaseLatency {
   };
 }
 
-/** Reads the records of a run with PostgreSQL restarted at the given times (in order). */
+/** A span (epoch milliseconds) when the soak stopped the service on purpose. */
+export interface Pause {
+  readonly from: number;
+  readonly to: number;
+}
+
+/**
+ * Reads the records of a run with PostgreSQL restarted at the given times (in order) and the
+ * service stopped on purpose during `pauses`.
+ */
 export function analyzeLoad(
   records: readonly RequestRecord[],
   restarts: readonly RestartTimes[],
+  pauses: readonly Pause[] = [],
 ): LoadAnalysis {
   const startedAt = extent(records.map((record) => record.sentAt)).min;
   const endedAt = extent(records.map((record) => record.doneAt)).max;
-  const byOperation: Record<Operation, number> = { list: 0, read: 0, create: 0, patch: 0 };
+  const byOperation: Record<Operation, number> = {
+    list: 0,
+    search: 0,
+    read: 0,
+    create: 0,
+    retry: 0,
+    patch: 0,
+  };
   const byStatus: Record<string, number> = {};
   for (const record of records) {
     byOperation[record.op]++;
     byStatus[record.status] = (byStatus[record.status] ?? 0) + 1;
   }
-  const failed = records.filter((record) => !isSuccess(record.status));
+  const inPause = (record: RequestRecord) =>
+    pauses.some((pause) => record.sentAt <= pause.to && record.doneAt >= pause.from);
+  const allFailed = records.filter((record) => !isSuccess(record.status));
+  const failed = allFailed.filter((record) => !inPause(record));
 
   const outages = restarts.map((restart, index): Outage => {
     const until = restarts[index + 1]?.stopAt ?? Number.POSITIVE_INFINITY;
@@ -143,25 +175,53 @@ export function analyzeLoad(
       acknowledgedUpdates.set(record.postId, record.updatedAt);
   }
 
+  // A retry must name the post its first attempt created, when both were answered 201.
+  const firstCreated = new Map<string, number>();
+  for (const record of records)
+    if (
+      record.op === "create" &&
+      record.key !== undefined &&
+      record.status === 201 &&
+      record.postId !== undefined
+    )
+      firstCreated.set(record.key, record.postId);
+  const retried = records.filter((record) => record.op === "retry");
+  const bothCreated = retried.filter(
+    (record) => record.status === 201 && record.key !== undefined && firstCreated.has(record.key),
+  );
+
   return {
     requests: records.length,
     durationMs: endedAt - startedAt,
     perSecond: records.length / ((endedAt - startedAt) / 1000),
     byOperation,
     byStatus,
-    failures: failed.length,
+    failures: allFailed.length,
+    failuresDuringPauses: allFailed.length - failed.length,
     failuresBeforeRestarts: failed.filter((record) => record.doneAt < firstStop).length,
     outages,
-    unexpected: failed.filter((record) => record.status !== 503).length,
+    unexpected:
+      failed.filter((record) => record.status !== 503).length +
+      allFailed.filter((record) => inPause(record) && record.status !== 503 && record.status !== -1).length,
     latency: {
       before: latencyOf(records.filter((record) => record.doneAt < firstStop)),
       during: latencyOf(records.filter(inOutage)),
       after: latencyOf(records.filter((record) => record.doneAt >= firstStop && !inOutage(record))),
     },
     acknowledgedIds: records.flatMap((record) =>
-      record.op === "create" && record.status === 201 && record.postId !== undefined ? [record.postId] : [],
+      (record.op === "create" || record.op === "retry") &&
+      record.status === 201 &&
+      record.postId !== undefined
+        ? [record.postId]
+        : [],
     ),
     acknowledgedUpdates,
+    retries: {
+      sent: retried.length,
+      bothCreated: bothCreated.length,
+      otherPost: bothCreated.filter((record) => firstCreated.get(record.key as string) !== record.postId)
+        .length,
+    },
   };
 }
 
@@ -206,11 +266,112 @@ export function memoryTrend(all: readonly MemorySample[]): MemoryTrend {
 }
 
 /**
- * The heap readings taken just after a full collection, found as drops of more than 30% from
- * one sample to the next: what the heap holds once garbage is gone. Their trend is what a leak
- * changes; the sawtooth between them is not.
+ * The samples after the first `share` of their time span: what is judged once the service is
+ * warm. A heap snapshot taken at the end of the warm-up raises RSS for good (the allocator keeps
+ * what the snapshot's native work freed), so RSS too is judged from there on.
  */
-export function afterFullCollections(heap: readonly MemorySample[]): MemorySample[] {
-  const sorted = heap.filter((sample) => sample.bytes > 0).sort((a, b) => a.at - b.at);
-  return sorted.filter((sample, index) => index > 0 && sample.bytes < 0.7 * (sorted[index - 1]?.bytes ?? 0));
+export function afterWarmUp<T extends { readonly at: number }>(samples: readonly T[], share: number): T[] {
+  const from = samples.reduce((first, sample) => Math.min(first, sample.at), Number.POSITIVE_INFINITY);
+  const to = samples.reduce((last, sample) => Math.max(last, sample.at), Number.NEGATIVE_INFINITY);
+  return samples.filter((sample) => sample.at - from >= (to - from) * share);
+}
+
+/**
+ * One reading of the service's heap after forced full collections, with what its bounded caches
+ * said they held at that moment (from /metrics): the part of the heap a cache filling up explains.
+ */
+export interface CollectedHeapReading {
+  readonly at: number;
+  /** V8 heap in use right after full collections. */
+  readonly heapBytes: number;
+  /** What the bounded caches reported holding (the post cache's `post_cache_bytes`). */
+  readonly cacheBytes: number;
+}
+
+/** How much the heap may grow, net of the caches, before the verdict calls it a leak. */
+export interface LeakBounds {
+  /** Growth under this many bytes is never a leak: what bounded structures and requests in flight move. */
+  readonly bytes: number;
+  /** Nor growth under this share of the baseline. */
+  readonly share: number;
+  /** Readings of the first part of the run left out while the service warms up (0 to 1). */
+  readonly warmUpShare: number;
+  /** Fewer readings than this after the warm-up: inconclusive. */
+  readonly minReadings: number;
+}
+
+/** The bounds the soak judges by: 3 MiB or 10%, whichever is larger, after a fifth of the run. */
+export const LEAK_BOUNDS: LeakBounds = { bytes: 3 * 2 ** 20, share: 0.1, warmUpShare: 0.2, minReadings: 8 };
+
+/** What {@link leakVerdict} found. */
+export interface LeakAnalysis {
+  readonly verdict: "pass" | "fail" | "inconclusive";
+  /** Readings judged (after the warm-up). */
+  readonly readings: number;
+  /** Median of the heap net of caches over the first quarter of the judged readings. */
+  readonly baselineBytes: number;
+  /** The same over their last quarter. */
+  readonly finalBytes: number;
+  /** `finalBytes - baselineBytes`. */
+  readonly growthBytes: number;
+  /** The growth the bounds allow from this baseline. */
+  readonly allowedBytes: number;
+  /** Least-squares slope of the net heap over the judged readings, in bytes per hour (for the report). */
+  readonly slopeBytesPerHour: number;
+  /** The caches' bytes at the first and the last judged reading. */
+  readonly cacheFirstBytes: number;
+  readonly cacheLastBytes: number;
+}
+
+const median = (values: readonly number[]) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  const middle = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1
+    ? (sorted[middle] as number)
+    : ((sorted[middle - 1] as number) + (sorted[middle] as number)) / 2;
+};
+
+/**
+ * Whether the heap grew for any reason but its bounded caches. Each reading is the heap after
+ * forced full collections minus what the caches hold at that moment; after the warm-up, the
+ * median of the last quarter of readings is compared with the median of the first quarter (medians,
+ * so that one reading taken while requests were in flight moves nothing). More growth than the
+ * bounds allow fails. A leak therefore fails once it has added `bounds.bytes` (or the share) over
+ * the judged part of the run, which is what sets how long a run must be to see a given rate.
+ */
+export function leakVerdict(
+  all: readonly CollectedHeapReading[],
+  bounds: LeakBounds = LEAK_BOUNDS,
+): LeakAnalysis {
+  const sorted = all.filter((reading) => reading.heapBytes > 0).sort((a, b) => a.at - b.at);
+  const from = sorted[0]?.at ?? 0;
+  const judged = afterWarmUp(sorted, bounds.warmUpShare);
+  const net = judged.map((reading) => reading.heapBytes - reading.cacheBytes);
+  const quarter = Math.max(1, Math.floor(net.length / 4));
+  const baselineBytes = net.length === 0 ? Number.NaN : median(net.slice(0, quarter));
+  const finalBytes = net.length === 0 ? Number.NaN : median(net.slice(-quarter));
+  const growthBytes = finalBytes - baselineBytes;
+  const allowedBytes = Math.max(bounds.bytes, bounds.share * baselineBytes);
+  // Least squares, for the report only: the verdict rests on the medians.
+  const hours = judged.map((reading) => (reading.at - from) / 3_600_000);
+  const meanHour = hours.reduce((sum, hour) => sum + hour, 0) / Math.max(1, hours.length);
+  const meanNet = net.reduce((sum, bytes) => sum + bytes, 0) / Math.max(1, net.length);
+  let covariance = 0;
+  let variance = 0;
+  hours.forEach((hour, index) => {
+    covariance += (hour - meanHour) * ((net[index] as number) - meanNet);
+    variance += (hour - meanHour) ** 2;
+  });
+  return {
+    verdict:
+      judged.length < bounds.minReadings ? "inconclusive" : growthBytes > allowedBytes ? "fail" : "pass",
+    readings: judged.length,
+    baselineBytes,
+    finalBytes,
+    growthBytes,
+    allowedBytes,
+    slopeBytesPerHour: variance === 0 ? 0 : covariance / variance,
+    cacheFirstBytes: judged[0]?.cacheBytes ?? 0,
+    cacheLastBytes: judged[judged.length - 1]?.cacheBytes ?? 0,
+  };
 }

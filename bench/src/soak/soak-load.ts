@@ -7,6 +7,7 @@
 
 import { once } from "node:events";
 import { createWriteStream } from "node:fs";
+import { setTimeout as sleep } from "node:timers/promises";
 
 /** One client of the mix: a user, its token, and the posts it may patch. */
 export interface LoadWorker {
@@ -23,10 +24,16 @@ export interface LoadSettings {
   readonly outFile: string;
   /** Give up on one request after this long; the record then has status -1. */
   readonly requestTimeoutMs: number;
+  /** Each client waits this long after each answer: 0 drives the service as hard as it answers. */
+  readonly thinkMs: number;
 }
 
-/** Which kind of request a record is. */
-export type Operation = "list" | "read" | "create" | "patch";
+/**
+ * Which kind of request a record is: "search" is a page with `q`; "retry" is a POST sent again
+ * with the Idempotency-Key and body of the "create" just before it, as a client does when it
+ * cannot tell whether its first attempt arrived.
+ */
+export type Operation = "list" | "search" | "read" | "create" | "retry" | "patch";
 
 /** One request as the client saw it. */
 export interface RequestRecord {
@@ -40,15 +47,23 @@ export interface RequestRecord {
   readonly postId?: number;
   /** For a PATCH answered 200: the post's updatedAt in the answer (UTC, no zone). */
   readonly updatedAt?: string;
+  /** For a create with an Idempotency-Key and its retry: the key. */
+  readonly key?: string;
 }
 
-// The mix: mostly reads, as a blog is used, with a steady stream of writes of both kinds.
+// The mix: mostly reads, as a blog is used, with a steady stream of writes of both kinds. One
+// create in four carries an Idempotency-Key and is sent twice.
 const MIX: readonly (readonly [Operation, number])[] = [
-  ["list", 0.45],
+  ["list", 0.35],
+  ["search", 0.1],
   ["read", 0.2],
   ["create", 0.2],
   ["patch", 0.15],
 ];
+/** Words the titles are made of and searches look for: few, so that searches find posts. */
+const WORDS = ["amber", "birch", "cedar", "delta", "ember", "fjord", "grove", "heron", "iris", "juniper"];
+/** Share of searches for a term no post holds: pages of their own, never read twice. */
+const UNIQUE_SEARCH_SHARE = 0.2;
 
 function pick(): Operation {
   let draw = Math.random();
@@ -84,9 +99,20 @@ async function runWorker(
       body: JSON.stringify(body),
     });
     if (op === "read") path = `/api/v1/posts/${postId}`;
+    if (op === "search") {
+      const term = Math.random() < UNIQUE_SEARCH_SHARE ? `none${index}x${sequence}` : randomOf(WORDS);
+      path = `/api/v1/posts?size=20&q=${term}`;
+    }
+    const keyed = op === "create" && sequence % 4 === 0;
+    const key = keyed ? `soak-${index}-${sequence}-${Date.now()}` : undefined;
     if (op === "create") {
       path = "/api/v1/posts";
-      init = json("POST", { title: `soak ${index}-${sequence}`, content: `written by worker ${index}` });
+      init = json("POST", {
+        title: `soak ${randomOf(WORDS)} ${index}-${sequence}`,
+        content: `written by worker ${index}`,
+      });
+      if (key !== undefined)
+        init.headers = { ...(init.headers as Record<string, string>), "idempotency-key": key };
     }
     if (op === "patch") {
       path = `/api/v1/posts/${postId}`;
@@ -124,8 +150,43 @@ async function runWorker(
       status,
       ...(id === undefined ? {} : { postId: id }),
       ...(updatedAt === undefined ? {} : { updatedAt }),
+      ...(key === undefined ? {} : { key }),
     });
+    if (key !== undefined) record(await retry(settings, path, init, key, id));
+    if (settings.thinkMs > 0) await sleep(settings.thinkMs);
   }
+}
+
+/** The same keyed POST again: it must answer the post the first one made (201, Idempotent-Replayed). */
+async function retry(
+  settings: LoadSettings,
+  path: string,
+  init: RequestInit,
+  key: string,
+  firstId: number | undefined,
+): Promise<RequestRecord> {
+  const sentAt = Date.now();
+  let status: number;
+  let id = firstId;
+  try {
+    const response = await fetch(`${settings.baseUrl}${path}`, {
+      ...init,
+      signal: AbortSignal.timeout(settings.requestTimeoutMs),
+    });
+    status = response.status;
+    await response.arrayBuffer();
+    if (status === 201) id = Number(/\/(\d+)$/.exec(response.headers.get("location") ?? "")?.[1]);
+  } catch (error) {
+    status = (error as Error).name === "TimeoutError" ? -1 : 0;
+  }
+  return {
+    op: "retry",
+    sentAt,
+    doneAt: Date.now(),
+    status,
+    key,
+    ...(id === undefined ? {} : { postId: id }),
+  };
 }
 
 async function main(): Promise<void> {

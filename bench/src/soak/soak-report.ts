@@ -1,5 +1,5 @@
 import { readFileSync } from "node:fs";
-import type { LoadAnalysis, MemoryTrend } from "./soak-analysis.js";
+import type { LeakAnalysis, LoadAnalysis, MemoryTrend } from "./soak-analysis.js";
 
 /** The heading of the report's hand-written part, which every run keeps as it is. */
 const NOTES_HEADING = "## Notes (written by hand, kept by every run)";
@@ -26,8 +26,10 @@ export interface SoakResult {
   readonly settings: Readonly<Record<string, string | number>>;
   readonly load: LoadAnalysis;
   readonly rss: MemoryTrend;
-  /** V8's heap in use, from /metrics. */
+  /** V8's heap in use, from /metrics, garbage included. */
   readonly heap: MemoryTrend;
+  /** The heap after forced full collections, net of the caches: the memory verdict's numbers. */
+  readonly leak: LeakAnalysis;
   readonly afterwards: {
     readonly readyStatus: number;
     readonly burstSucceeded: number;
@@ -79,13 +81,17 @@ export function soakReport(result: SoakResult, notes = ""): string {
     "1. Drops and creates the database `posts_soak`, starts the built service",
     "   (`node packages/app/dist/main.js`) on it, registers one user per client and gives each a",
     "   few posts.",
-    "2. A separate process runs a closed-loop mix for the whole duration: 45% page reads,",
-    "   20% reads by id, 20% creates, 15% PATCHes of the client's own posts. Every request is",
-    "   recorded with its times, status and, for a 201, the id its `Location` names.",
+    "2. A separate process runs a closed-loop mix for the whole duration: 35% page reads,",
+    "   10% searches (`q`, one in five for a term no post holds), 20% reads by id, 20% creates",
+    "   (one in four with an `Idempotency-Key`, sent a second time as a retry), 15% PATCHes of",
+    "   the client's own posts. Every request is recorded with its times, status and, for a 201,",
+    "   the id its `Location` names.",
     "3. Meanwhile PostgreSQL itself is restarted (once in the middle, or several times spread",
     "   evenly): `pg_ctlcluster stop` (fast mode: every session is terminated), a pause with the",
     "   server down, `pg_ctlcluster start`.",
-    "4. Afterwards: /ready, a burst of requests, every acknowledged create and PATCH looked up in",
+    "4. Throughout, the service's heap is read after full collections forced through its inspector",
+    "   (started with `--inspect=127.0.0.1:0`), beside the post cache's `post_cache_bytes`.",
+    "5. Afterwards: /ready, a burst of requests, every acknowledged create and PATCH looked up in",
     "   the database, and SIGTERM.",
     "",
     "## Settings",
@@ -150,18 +156,24 @@ export function soakReport(result: SoakResult, notes = ""): string {
     }),
     "",
     `- Non-2xx answers: ${load.failures}, of which unexpected (a 5xx other than 503, no answer, ` +
-      `a timeout): ${load.unexpected}; before the first restart: ${load.failuresBeforeRestarts}.`,
+      `a timeout): ${load.unexpected}; before the first restart: ${load.failuresBeforeRestarts}; to requests ` +
+      `in flight while a heap snapshot stopped the service: ${load.failuresDuringPauses}.`,
     `- Afterwards: /ready ${result.afterwards.readyStatus}; ${result.afterwards.burstSucceeded} of ` +
       `${result.afterwards.burstSize} concurrent requests 2xx.`,
     "",
     "### Memory (RSS of the service, sampled every second)",
     "",
-    `- ${rss.samples} samples, from ${mib(rss.minBytes)} to ${mib(rss.maxBytes)}.`,
-    `- Largest in the first quarter: ${mib(rss.firstQuarterMaxBytes)}; in the last quarter: ` +
+    "![RSS and V8 heap over the run](soak-memory.svg)",
+    "",
+    `- RSS after the warm-up: ${rss.samples} samples, from ${mib(rss.minBytes)} to ${mib(rss.maxBytes)}.`,
+    `- Largest in its first quarter: ${mib(rss.firstQuarterMaxBytes)}; in its last quarter: ` +
       `${mib(rss.lastQuarterMaxBytes)} (ratio ${rss.ratio.toFixed(2)}).`,
-    `- V8 heap in use (from /metrics): ${heap.samples} samples, ${mib(heap.minBytes)} to ${mib(heap.maxBytes)}; ` +
-      "its floor (after each full collection, or the lowest reading of a quarter) is in the verdict above; " +
-      "a rising floor means a leak.",
+    `- V8 heap in use, garbage included (from /metrics): ${heap.samples} samples, ${mib(heap.minBytes)} to ${mib(heap.maxBytes)}.`,
+    `- After forced full collections, net of the post cache: ${result.leak.readings} readings after the warm-up, ` +
+      `median of the first quarter ${mib(result.leak.baselineBytes)}, of the last ${mib(result.leak.finalBytes)}, ` +
+      `growth ${mib(result.leak.growthBytes)} (allowed ${mib(result.leak.allowedBytes)}), least-squares slope ` +
+      `${mib(result.leak.slopeBytesPerHour)} per hour; the post cache held ${mib(result.leak.cacheFirstBytes)} at the ` +
+      `first of them and ${mib(result.leak.cacheLastBytes)} at the last.`,
     "",
     "### Acknowledged writes",
     "",

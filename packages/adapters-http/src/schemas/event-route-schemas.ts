@@ -18,7 +18,18 @@ export const ChangeFeedRouteSchema = {
   response: routeResponses({
     200: {
       description: "A JSON page, or (Accept: text/event-stream) the stream",
-      headers: { "Cache-Control": { type: "string", enum: ["no-cache"] } },
+      headers: {
+        "Cache-Control": {
+          type: "string",
+          enum: ["no-cache"],
+          description: "The feed grows: a cache revalidates every time",
+        },
+        "X-Accel-Buffering": {
+          type: "string",
+          enum: ["no"],
+          description: "The stream only: a buffering proxy (nginx) passes each message on at once",
+        },
+      },
       content: {
         "application/json": { schema: EventPageSchema },
         "text/event-stream": {

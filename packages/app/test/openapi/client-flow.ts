@@ -9,11 +9,13 @@ import type { components, paths } from "./generated/posts-api.js";
 type Post = components["schemas"]["Post"];
 type PostPage = components["schemas"]["PostPage"];
 type ErrorEnvelope = components["schemas"]["ErrorEnvelope"];
+type ChangeEvent = components["schemas"]["ChangeEvent"];
 
 /**
  * Register, log in, create (with an Idempotency-Key, then its replay), read with ETag and a 304,
  * update with If-Match and a 412, the empty 400, list with cursor and q (and a 304), delete,
- * delete the account, through a client typed by the document. `middleware` sees every response.
+ * read those changes in the change feed (and its 400), delete the account, through a client
+ * typed by the document. `middleware` sees every response.
  */
 export async function runClientFlow(baseUrl: string, middleware: Middleware): Promise<void> {
   const client = createClient<paths>({ baseUrl });
@@ -147,9 +149,57 @@ export async function runClientFlow(baseUrl: string, middleware: Middleware): Pr
   const gone = await client.GET("/api/v1/posts/{id}", { params: { path: { id } }, parseAs: "text" });
   assert.equal(gone.response.status, 404);
 
+  // The change feed as JSON pages (its stream is not a request/response openapi-fetch models):
+  // the flow's own changes, in order, each with its type and the post as it was then.
+  await feedReaches(baseUrl, `"type":"post.deleted","subject":"${id}"`);
+  const feed = await client.GET("/api/v1/posts/events", { params: { query: { after: 0, limit: 1000 } } });
+  assert.equal(feed.response.headers.get("cache-control"), "no-cache");
+  // The 200 declares two media types, the JSON page and the stream's text: a page is an object.
+  assert.ok(typeof feed.data === "object", "a JSON page");
+  const events: ChangeEvent[] = feed.data.events;
+  assert.equal(feed.data.next, Number(events.at(-1)?.id));
+  const ofPost = events.filter((event) => event.subject === String(id));
+  assert.deepEqual(
+    ofPost.map((event) => event.type),
+    ["post.created", "post.updated", "post.deleted"],
+  );
+  const [createdEvent, updatedEvent, deletedEvent] = ofPost;
+  assert.ok(createdEvent !== undefined && "title" in createdEvent.data, "the created post");
+  assert.equal(createdEvent.data.title, newPost.title);
+  assert.ok(updatedEvent !== undefined && "title" in updatedEvent.data, "the updated post");
+  assert.equal(updatedEvent.data.title, "Typed, changed");
+  assert.deepEqual(deletedEvent?.data, { id });
+  assert.deepEqual(
+    events
+      .filter((event) => event.type === "post.created" && "title" in event.data)
+      .map((event) => ("title" in event.data ? event.data.title : ""))
+      .filter((title) => title.startsWith(word)),
+    [`${word} 1`, `${word} 2`, `${word} 3`],
+  );
+  // `after` is typed a non-negative integer; a negative one still reaches the server, which refuses it.
+  const badAfter = await client.GET("/api/v1/posts/events", { params: { query: { after: -1 } } });
+  assert.equal(badAfter.response.status, 400);
+  assert.ok(typeof badAfter.error === "object" && "status" in badAfter.error, "the envelope");
+  assert.equal(badAfter.error.status, 400);
+
   const left = await client.DELETE("/api/v1/user", { headers: auth });
   assert.equal(left.response.status, 204);
   const orphan = await client.GET("/api/v1/user", { headers: auth });
   assert.equal(orphan.response.status, 401);
   assert.equal(typeof orphan.error?.error, "string");
+}
+
+/**
+ * Waits until the feed's first page holds `text`. A change is in the feed within a second of its
+ * response, not with it (on PostgreSQL, events are numbered after their commit), so the flow
+ * waits for its last change before reading. Plain fetch: these polls are not the flow's calls.
+ */
+async function feedReaches(baseUrl: string, text: string): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    const page = await (await fetch(`${baseUrl}/api/v1/posts/events?after=0&limit=1000`)).text();
+    if (page.includes(text)) return;
+    assert.ok(Date.now() < deadline, `the feed never showed ${text}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
 }

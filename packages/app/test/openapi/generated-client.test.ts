@@ -60,7 +60,7 @@ async function flowAgainst(service: ListeningService): Promise<void> {
   );
   expect([...checked.operations].sort()).toEqual([...operationIds].sort());
   // Every call of the flow went through the check.
-  expect(checked.count).toBe(25);
+  expect(checked.count).toBe(27);
 }
 
 describe("the served OpenAPI document, as generators and linters use it (embedded database)", () => {
@@ -132,11 +132,14 @@ describe("the served OpenAPI document, as generators and linters use it (embedde
         "getHealth",
         "getReadiness",
         "getMetrics",
+        "listChangeEvents",
       ].sort(),
     );
     expect(Object.keys(document.components.schemas).sort()).toEqual(
       [
         "AuthError",
+        "ChangeEvent",
+        "ChangeEventPage",
         "Credentials",
         "ErrorEnvelope",
         "FieldError",
