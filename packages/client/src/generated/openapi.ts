@@ -460,7 +460,10 @@ export interface operations {
             /** @description A JSON page, or (Accept: text/event-stream) the stream */
             200: {
                 headers: {
+                    /** @description The feed grows: a cache revalidates every time */
                     "Cache-Control"?: "no-cache";
+                    /** @description The stream only: a buffering proxy (nginx) passes each message on at once */
+                    "X-Accel-Buffering"?: "no";
                     [name: string]: unknown;
                 };
                 content: {
