@@ -1,5 +1,6 @@
 import { EventFeedHeadersSchema, EventFeedQuerySchema, EventPageSchema } from "./event-schemas.js";
 import { envelopeResponse, INVALID_TOKEN, routeResponses } from "./responses.js";
+import { PUBLIC } from "./security.js";
 
 /** GET /api/v1/posts/events: the change feed, as JSON pages or Server-Sent Events (CONTRACT §12). */
 export const ChangeFeedRouteSchema = {
@@ -12,7 +13,7 @@ export const ChangeFeedRouteSchema = {
     "event kept. Otherwise one JSON page after ?after= (default 0) of at most ?limit= events.",
   tags: ["events"],
   operationId: "listChangeEvents",
-  security: [],
+  security: PUBLIC,
   querystring: EventFeedQuerySchema,
   headers: EventFeedHeadersSchema,
   response: routeResponses({

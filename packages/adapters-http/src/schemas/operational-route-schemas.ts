@@ -1,10 +1,9 @@
 import { Type } from "typebox";
 import { StatusSchema } from "./components.js";
 import { envelopeResponse, errorJsonResponse, jsonResponse, retryLaterResponse } from "./responses.js";
+import { PUBLIC } from "./security.js";
 
 const TAGS = ["operations"];
-/** Operational routes read no token, but any path answers an invalid one with 401. */
-const PUBLIC: never[] = [];
 const invalidToken = errorJsonResponse("X-AUTH-TOKEN present but invalid");
 const failures = {
   500: envelopeResponse("Unexpected failure; carries no internal detail"),

@@ -1,5 +1,4 @@
 import { HTTP_MESSAGES } from "../errors/http-messages.js";
-import { SECURITY_SCHEME } from "../operations/openapi.js";
 import {
   ConditionalReadHeadersSchema,
   ConditionalWriteHeadersSchema,
@@ -24,11 +23,9 @@ import {
   routeResponses,
   textResponse,
 } from "./responses.js";
+import { PUBLIC, SECURED } from "./security.js";
 
 const TAGS = ["posts"];
-const SECURED = [{ [SECURITY_SCHEME]: [] }];
-/** Anyone may call it; an X-AUTH-TOKEN sent anyway must still be valid (else 401). */
-const PUBLIC: never[] = [];
 
 const forbidden = envelopeResponse("No token, or no ROLE_USER");
 const notFoundText = textResponse(`No such post: ${HTTP_MESSAGES.postNotFound}`);

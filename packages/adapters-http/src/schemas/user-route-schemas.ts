@@ -1,4 +1,3 @@
-import { SECURITY_SCHEME } from "../operations/openapi.js";
 import {
   BODY_REFUSALS,
   emptyResponse,
@@ -10,12 +9,10 @@ import {
   retryLaterResponse,
   routeResponses,
 } from "./responses.js";
+import { PUBLIC, SECURED } from "./security.js";
 import { CredentialsBodySchema, LoginSchema, UserSchema } from "./user-schemas.js";
 
 const TAGS = ["users"];
-const SECURED = [{ [SECURITY_SCHEME]: [] }];
-/** Anyone may call it; an X-AUTH-TOKEN sent anyway must still be valid (else 401). */
-const PUBLIC: never[] = [];
 
 const noUser = envelopeResponse("No token, or no ROLE_USER");
 
