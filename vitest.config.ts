@@ -1,8 +1,18 @@
 import { fileURLToPath } from "node:url";
-import { defineConfig, defineProject } from "vitest/config";
+import { configDefaults, defineConfig, defineProject } from "vitest/config";
+
+/** The app's tests that start several instances of the service at once. */
+const SEVERAL_INSTANCES = [
+  "test/multi-instance/**/*.test.ts",
+  "test/events/change-feed-cluster.test.ts",
+  "test/chaos/**/*.test.ts",
+];
 
 /** Tests run on the TypeScript sources through the packages' `@posts/source` export condition. */
-const project = (name: string, extra: { testTimeout?: number; hookTimeout?: number } = {}) =>
+const project = (
+  name: string,
+  extra: { testTimeout?: number; hookTimeout?: number; exclude?: string[] } = {},
+) =>
   defineProject({
     ssr: { resolve: { conditions: ["@posts/source"] } },
     resolve: { conditions: ["@posts/source"] },
@@ -25,7 +35,27 @@ export default defineConfig({
       project("adapters-postgres", { testTimeout: 30_000, hookTimeout: 60_000 }),
       project("adapters-http", { testTimeout: 20_000, hookTimeout: 60_000 }),
       project("adapters-nats", { testTimeout: 60_000, hookTimeout: 60_000 }),
-      project("app", { testTimeout: 60_000, hookTimeout: 90_000 }),
+      project("app", {
+        testTimeout: 60_000,
+        hookTimeout: 90_000,
+        exclude: [...configDefaults.exclude, ...SEVERAL_INSTANCES],
+      }),
+      // Several instances of the service at once on one database: after every other project, one
+      // file at a time. Run beside the multi-instance files, the change feed of three instances
+      // stalled once (not yet explained; see issue 18's note), so they do not share the machine.
+      defineProject({
+        ssr: { resolve: { conditions: ["@posts/source"] } },
+        resolve: { conditions: ["@posts/source"] },
+        test: {
+          name: "app-instances",
+          root: fileURLToPath(new URL("./packages/app", import.meta.url)),
+          include: SEVERAL_INSTANCES,
+          fileParallelism: false,
+          sequence: { groupOrder: 1 },
+          testTimeout: 120_000,
+          hookTimeout: 90_000,
+        },
+      }),
       project("conformance"),
       project("client"),
       // The repository's own Markdown: every relative link resolves to a file inside it.
