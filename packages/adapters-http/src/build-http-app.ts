@@ -134,6 +134,7 @@ export async function buildHttpApp(options: HttpAppOptions): Promise<FastifyInst
       log: options.changeEvents,
       render: rendererFor(format),
       sendEnvelope,
+      retryAfterSeconds,
       ...(options.eventStreamHeartbeatMs === undefined
         ? {}
         : { heartbeatMs: options.eventStreamHeartbeatMs }),

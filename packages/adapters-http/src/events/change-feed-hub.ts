@@ -39,7 +39,7 @@ export class ChangeFeedHub {
   #readTo = 0;
   #known = 0;
   readonly #waiters = new Map<() => void, number>();
-  #filling: Promise<void> | undefined;
+  #filling = false;
   #retry: NodeJS.Timeout | undefined;
   #stop: (() => void) | undefined;
 
@@ -122,41 +122,49 @@ export class ChangeFeedHub {
   }
 
   #fill(): void {
-    if (this.#filling !== undefined) return;
-    this.#filling = (async () => {
-      try {
-        while (this.#waiters.size > 0 && this.#known > this.#readTo) {
-          // Nobody waiting needs what precedes the lowest waiter: start there, not further back.
-          const lowest = Math.min(...this.#waiters.values());
-          if (lowest > this.#readTo) {
-            this.#readTo = lowest;
-            this.#tail = [];
-            this.#tailBytes = 0;
-            if (this.#known <= this.#readTo) break;
-          }
-          const events = await this.#options.log.readAfter(this.#readTo, PAGE);
-          if (events.length === 0) break;
-          // A gap means the retention went past the tail: it starts again from what there is.
-          if ((events[0] as PostChangeEvent).number !== this.#readTo + 1) {
-            this.#tail = [];
-            this.#tailBytes = 0;
-          }
-          for (const event of events) this.#append(this.#rendered(event));
-          this.#readTo = (events.at(-1) as PostChangeEvent).number;
-          if (this.#readTo > this.#known) this.#known = this.#readTo;
-          this.#wakeBelow(this.#readTo);
+    if (this.#filling) return;
+    // Set before the loop starts, not from its promise: a loop with nothing to read ends before
+    // its first await, and its `finally` would then run before the promise was stored, leaving
+    // the hub marked as filling for good and every waiter at its end asleep (issue 18).
+    this.#filling = true;
+    void this.#fillUntilDone();
+  }
+
+  // The loop's last check and its `finally` run in one go (no await between): a waiter that
+  // registers after the check finds the hub no longer filling and starts it again.
+  async #fillUntilDone(): Promise<void> {
+    try {
+      while (this.#waiters.size > 0 && this.#known > this.#readTo) {
+        // Nobody waiting needs what precedes the lowest waiter: start there, not further back.
+        const lowest = Math.min(...this.#waiters.values());
+        if (lowest > this.#readTo) {
+          this.#readTo = lowest;
+          this.#tail = [];
+          this.#tailBytes = 0;
+          if (this.#known <= this.#readTo) break;
         }
-      } catch (error) {
-        this.#options.onError?.(error);
-        this.#retry ??= setTimeout(() => {
-          this.#retry = undefined;
-          if (this.#waiters.size > 0) this.#fill();
-        }, RETRY_MS);
-        this.#retry.unref();
-      } finally {
-        this.#filling = undefined;
+        const events = await this.#options.log.readAfter(this.#readTo, PAGE);
+        if (events.length === 0) break;
+        // A gap means the retention went past the tail: it starts again from what there is.
+        if ((events[0] as PostChangeEvent).number !== this.#readTo + 1) {
+          this.#tail = [];
+          this.#tailBytes = 0;
+        }
+        for (const event of events) this.#append(this.#rendered(event));
+        this.#readTo = (events.at(-1) as PostChangeEvent).number;
+        if (this.#readTo > this.#known) this.#known = this.#readTo;
+        this.#wakeBelow(this.#readTo);
       }
-    })();
+    } catch (error) {
+      this.#options.onError?.(error);
+      this.#retry ??= setTimeout(() => {
+        this.#retry = undefined;
+        if (this.#waiters.size > 0) this.#fill();
+      }, RETRY_MS);
+      this.#retry.unref();
+    } finally {
+      this.#filling = false;
+    }
   }
 
   #append(event: RenderedEvent): void {

@@ -36,6 +36,11 @@ export class EventStreams {
     this.#timer.unref();
   }
 
+  /** Whether {@link close} was called: a stream asked for from then on is refused (503). */
+  get closed(): boolean {
+    return this.#closed;
+  }
+
   /** How many streams are open. */
   get size(): number {
     return this.#streams.size;
@@ -46,7 +51,8 @@ export class EventStreams {
    * (the first page, read already, in `first`) until the client goes or the app closes. When
    * `first` does not begin at `after + 1`, the events between were dropped by the retention: the
    * stream opens with a reset message naming the oldest kept. A failure to read the log ends the
-   * stream (the client resumes with Last-Event-ID).
+   * stream (the client resumes with Last-Event-ID). Call it only while not {@link closed}: the
+   * caller answers the refusal, with the service's error envelope, before taking the response.
    */
   async serve(
     response: ServerResponse,
@@ -55,10 +61,7 @@ export class EventStreams {
     after: number,
     first: readonly RenderedEvent[],
   ): Promise<void> {
-    if (this.#closed) {
-      response.writeHead(503).end();
-      return;
-    }
+    if (this.#closed) throw new Error("EventStreams.serve called after close");
     response.writeHead(200, {
       ...headers,
       "content-type": "text/event-stream",

@@ -2,6 +2,7 @@ import type { ChangeEventLog } from "@posts/domain";
 import type { FastifyPluginCallback, FastifyRequest } from "fastify";
 import fp from "fastify-plugin";
 import type { SendEnvelope } from "../errors/error-envelope.js";
+import { HTTP_MESSAGES } from "../errors/http-messages.js";
 import { ChangeFeedHub, type RenderedEvent } from "../events/change-feed-hub.js";
 import type { CloudEventRenderer } from "../events/cloud-event.js";
 import { EventStreams, MAX_HEARTBEAT_MS } from "../events/event-stream.js";
@@ -12,6 +13,8 @@ export interface EventRoutesOptions {
   readonly log: ChangeEventLog;
   readonly render: CloudEventRenderer;
   readonly sendEnvelope: SendEnvelope;
+  /** Retry-After, in seconds, of the 503 answered to a stream asked for while the app closes. */
+  readonly retryAfterSeconds: number;
   /** How often an open stream gets a comment line. Default and most 15 000 ms. */
   readonly heartbeatMs?: number;
   /** Told of a failed read of the log by the hub, which retries. */
@@ -45,7 +48,7 @@ function wantsStream(request: FastifyRequest): boolean {
 }
 
 const plugin: FastifyPluginCallback<EventRoutesOptions> = (app, options, done) => {
-  const { sendEnvelope } = options;
+  const { sendEnvelope, retryAfterSeconds } = options;
   const hub = new ChangeFeedHub({
     log: options.log,
     render: options.render,
@@ -108,6 +111,12 @@ const plugin: FastifyPluginCallback<EventRoutesOptions> = (app, options, done) =
       const last = await hub.lastNumber();
       const from = after ?? last;
       const first = await hub.read(from, 500, true);
+      // The app began closing while the log was read, after this request passed the graceful
+      // close's check: it gets here the 503 that check gives the requests arriving later.
+      if (streams.closed) {
+        reply.header("retry-after", String(retryAfterSeconds));
+        return sendEnvelope(reply, 503, { message: HTTP_MESSAGES.unavailable });
+      }
       reply.hijack();
       await streams.serve(reply.raw, reply.getHeaders() as Record<string, string>, hub, from, first);
     },

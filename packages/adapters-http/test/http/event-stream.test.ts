@@ -1,6 +1,12 @@
+import { STATUS_CODES } from "node:http";
 import type { AddressInfo } from "node:net";
+import { setTimeout as sleep } from "node:timers/promises";
+import type { ChangeEventLog } from "@posts/domain";
+import { InMemoryChangeEventLog } from "@posts/domain/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { openStream, type StreamMessage } from "../support/event-stream-client.js";
+import { JSON_UTF8, TIMESTAMP } from "../support/expectations.js";
+import { send } from "../support/send-request.js";
 import { buildTestApp, type TestApp } from "../support/test-app.js";
 
 const EVENTS = "/api/v1/posts/events";
@@ -156,6 +162,54 @@ describe("an event stream resumed before the retention", () => {
     await testApp.app.close();
     await Promise.all(streams.map((stream) => stream.ended));
     expect(Date.now() - started).toBeLessThan(2000);
+  });
+});
+
+describe("an event stream asked for while the app closes", () => {
+  it("answers a stream asked for just before the close with the 503 envelope and Retry-After", async () => {
+    // A log whose newest number is read only when the test says: the stream's request has passed
+    // the close's own check, and reads the log, when the close begins.
+    const log = new InMemoryChangeEventLog();
+    let entered = () => {};
+    let release = () => {};
+    const reading = new Promise<void>((resolve) => {
+      entered = resolve;
+    });
+    const gate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const slowLog: ChangeEventLog = {
+      readAfter: (after, limit) => log.readAfter(after, limit),
+      lastNumber: async () => {
+        entered();
+        await gate;
+        return log.lastNumber();
+      },
+      subscribe: (listener) => log.subscribe(listener),
+      deleteNumberedBefore: (before) => log.deleteNumberedBefore(before),
+    };
+    const testApp = await buildTestApp({ changeEvents: slowLog });
+    await testApp.app.listen({ port: 0, host: "127.0.0.1" });
+    const { port } = testApp.app.server.address() as AddressInfo;
+    const answer = send(port, { method: "GET", path: EVENTS, headers: { accept: "text/event-stream" } });
+    await reading;
+    const closing = testApp.app.close();
+    while (testApp.app.server.listening) await sleep(10);
+    release();
+
+    const { status, headers, body } = await answer;
+    expect(status).toBe(503);
+    expect(headers["content-type"]).toBe(JSON_UTF8);
+    expect(headers["retry-after"]).toBe("5");
+    expect(headers.connection).toBe("close");
+    expect(JSON.parse(body)).toStrictEqual({
+      timestamp: expect.stringMatching(TIMESTAMP),
+      status: 503,
+      error: STATUS_CODES[503],
+      path: EVENTS,
+      message: expect.any(String),
+    });
+    await closing;
   });
 });
 

@@ -1,9 +1,10 @@
-import { Agent, request, STATUS_CODES } from "node:http";
+import { Agent, STATUS_CODES } from "node:http";
 import type { AddressInfo } from "node:net";
 import { connect } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { TIMESTAMP } from "../support/expectations.js";
 import { tokenFor } from "../support/mint-token.js";
+import { type Answer, send } from "../support/send-request.js";
 import { buildTestApp, type TestApp } from "../support/test-app.js";
 
 /** Sends raw bytes and answers everything the server wrote until it closed the connection. */
@@ -41,49 +42,6 @@ function rawUntilClosed(port: number, text: string): Promise<string> {
       clearTimeout(giveUp);
       resolve(Buffer.concat(chunks).toString());
     });
-  });
-}
-
-interface Answer {
-  readonly status: number;
-  readonly headers: Record<string, string | string[] | undefined>;
-  readonly body: string;
-}
-
-function send(
-  port: number,
-  options: {
-    method: string;
-    path: string;
-    headers?: Record<string, string>;
-    body?: Buffer | string;
-    agent?: Agent;
-  },
-): Promise<Answer> {
-  return new Promise((resolve, reject) => {
-    const req = request(
-      {
-        host: "127.0.0.1",
-        port,
-        method: options.method,
-        path: options.path,
-        headers: options.headers,
-        agent: options.agent,
-      },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on("data", (chunk) => chunks.push(chunk));
-        res.on("end", () =>
-          resolve({
-            status: res.statusCode ?? 0,
-            headers: res.headers,
-            body: Buffer.concat(chunks).toString(),
-          }),
-        );
-      },
-    );
-    req.on("error", reject);
-    req.end(options.body);
   });
 }
 

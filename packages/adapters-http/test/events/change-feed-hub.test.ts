@@ -1,0 +1,140 @@
+import type { ChangeEventLog, PostChangeEvent } from "@posts/domain";
+import { afterEach, describe, expect, it } from "vitest";
+import { ChangeFeedHub } from "../../src/events/change-feed-hub.js";
+
+/**
+ * A log whose numbering and notifications the test drives apart, as they are apart in
+ * PostgreSQL: `number` makes events readable at once, `notify` calls the subscribers when the
+ * test says (a notification reaches an instance after its reads may already have seen the rows).
+ */
+class ScriptedLog implements ChangeEventLog {
+  readonly events: PostChangeEvent[] = [];
+  readonly #listeners = new Set<(last: number) => void>();
+  reads = 0;
+
+  number(count: number): void {
+    for (let i = 0; i < count; i++) {
+      const number = this.events.length + 1;
+      this.events.push({ type: "post.deleted", number, postId: number, occurredAt: new Date(0) });
+    }
+  }
+
+  notify(last: number): void {
+    for (const listener of this.#listeners) listener(last);
+  }
+
+  async readAfter(after: number, limit: number): Promise<readonly PostChangeEvent[]> {
+    this.reads++;
+    return this.events.filter((event) => event.number > after).slice(0, limit);
+  }
+
+  async lastNumber(): Promise<number> {
+    return this.events.length;
+  }
+
+  subscribe(listener: (last: number) => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  async deleteNumberedBefore(): Promise<number> {
+    return 0;
+  }
+}
+
+// Lets every pending read of the log and every woken reader run.
+const settle = () => new Promise((resolve) => setImmediate(resolve));
+
+/** Whether `promise` has settled, once everything runnable has run. */
+async function settled(promise: Promise<void>): Promise<boolean> {
+  let done = false;
+  void promise.then(() => {
+    done = true;
+  });
+  await settle();
+  return done;
+}
+
+describe("ChangeFeedHub", () => {
+  let hub: ChangeFeedHub | undefined;
+  const started = (log: ScriptedLog) => {
+    hub = new ChangeFeedHub({ log, render: (event) => `{"id":"${event.number}"}` });
+    hub.start();
+    return hub;
+  };
+  const never = new AbortController().signal;
+  afterEach(() => hub?.stop());
+
+  it("wakes a reader at the end when its events are numbered and notified", async () => {
+    const log = new ScriptedLog();
+    const feed = started(log);
+    const waiting = feed.waitAfter(0, never);
+    expect(await settled(waiting)).toBe(false);
+    log.number(2);
+    log.notify(2);
+    expect(await settled(waiting)).toBe(true);
+    expect((await feed.read(0, 10)).map((event) => event.number)).toEqual([1, 2]);
+  });
+
+  // The stall of issue 18: a fill read rows numbered after the notification that started it;
+  // that later notification, arriving once the reader waits again at the hub's end, found
+  // nothing to read, and the fill that ended without reading left the hub marked as filling.
+  it("goes on waking readers after a notification of numbers it has read already", async () => {
+    const log = new ScriptedLog();
+    const feed = started(log);
+    let waiting = feed.waitAfter(0, never);
+    log.number(2);
+    log.notify(1);
+    expect(await settled(waiting)).toBe(true);
+    expect((await feed.read(0, 10)).map((event) => event.number)).toEqual([1, 2]);
+
+    waiting = feed.waitAfter(2, never);
+    log.notify(2);
+    expect(await settled(waiting)).toBe(false);
+
+    log.number(1);
+    log.notify(3);
+    expect(await settled(waiting)).toBe(true);
+    expect((await feed.read(2, 10)).map((event) => event.number)).toEqual([3]);
+  });
+
+  it("goes on waking readers after a notification that comes while every reader is past it", async () => {
+    const log = new ScriptedLog();
+    log.number(5);
+    const feed = started(log);
+    // A stream that started at the end it read from the log, beyond anything the hub has read.
+    await feed.lastNumber();
+    const waiting = feed.waitAfter(5, never);
+    log.notify(4);
+    expect(await settled(waiting)).toBe(false);
+
+    log.number(1);
+    log.notify(6);
+    expect(await settled(waiting)).toBe(true);
+    expect((await feed.read(5, 10)).map((event) => event.number)).toEqual([6]);
+  });
+
+  it("reads the log once per notification for many readers at the end", async () => {
+    const log = new ScriptedLog();
+    const feed = started(log);
+    const readers = Array.from({ length: 50 }, () => feed.waitAfter(0, never));
+    log.number(3);
+    log.notify(3);
+    await settle();
+    expect(await Promise.all(readers.map(settled))).toEqual(readers.map(() => true));
+    expect(log.reads).toBe(1);
+  });
+
+  it("releases a waiting reader whose signal aborts, and every reader when it stops", async () => {
+    const log = new ScriptedLog();
+    const feed = started(log);
+    const gone = new AbortController();
+    const aborted = feed.waitAfter(0, gone.signal);
+    const stopped = feed.waitAfter(0, never);
+    gone.abort();
+    expect(await settled(aborted)).toBe(true);
+    expect(await settled(stopped)).toBe(false);
+    feed.stop();
+    expect(await settled(stopped)).toBe(true);
+  });
+});
