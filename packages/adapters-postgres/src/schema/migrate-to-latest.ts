@@ -1,5 +1,6 @@
 import { type Kysely, type MigrationResult, Migrator } from "kysely";
 import type { Database } from "./database.js";
+import { inMigrationTransaction } from "./migration-lock.js";
 import { MIGRATIONS } from "./migrations.js";
 
 /** What {@link migrateToLatest} did. */
@@ -10,7 +11,7 @@ export interface MigrationSummary {
   readonly all: readonly string[];
 }
 
-/** A migration failed; nothing of it remains (each runs in the migrator's transaction). */
+/** A migration failed; nothing of it remains (a call's migrations run in one transaction). */
 export class MigrationError extends Error {
   override readonly name = "MigrationError";
   /** The migration that failed, when Kysely got as far as running one. */
@@ -30,18 +31,28 @@ export class MigrationError extends Error {
 
 /**
  * Brings the schema to the latest migration and answers what it applied; running it again
- * applies nothing. Safe when several processes migrate the same database at once: Kysely's
- * PostgreSQL adapter (used by both the `pg` and the PGlite dialect) holds a session-level
- * advisory lock while it reads the applied migrations and runs the pending ones in one
- * transaction, so the others wait and then find nothing to do. The wait is subject to the
- * database's statement timeout, which this schema's migrations (milliseconds) stay far below.
- * Throws a {@link MigrationError} when a migration or the bookkeeping fails.
+ * applies nothing. Everything (Kysely's bookkeeping tables, each pending migration) runs in one
+ * transaction that first takes a transaction-level advisory lock (see `inMigrationTransaction`),
+ * so several processes migrating the same database at once apply each migration once: the
+ * others wait, then find nothing to do. The same holds through a pooler in transaction mode
+ * (PgBouncer), where a session-level lock would stay behind on a pooled server connection. The
+ * wait is subject to the database's statement timeout, which this schema's migrations
+ * (milliseconds) stay far below. `db` must come from `createPostgresDatabase` or
+ * `createPgliteDatabase`. Throws a {@link MigrationError} when a migration or the bookkeeping
+ * fails; nothing of that call's work then remains.
  */
 export async function migrateToLatest(db: Kysely<Database>): Promise<MigrationSummary> {
-  const migrator = new Migrator({ db, provider: { getMigrations: async () => ({ ...MIGRATIONS }) } });
-  const { error, results = [] } = await migrator.migrateToLatest();
+  const { error, results = [] } = await inMigrationTransaction(db, async (session) => {
+    const migrator = new Migrator({
+      db: session,
+      provider: { getMigrations: async () => ({ ...MIGRATIONS }) },
+      disableTransactions: true,
+    });
+    const outcome = await migrator.migrateToLatest();
+    return { commit: outcome.error === undefined, value: outcome };
+  }).catch((error: unknown) => ({ error, results: undefined }));
   if (error !== undefined) {
-    const failed = results.find((result: MigrationResult) => result.status === "Error");
+    const failed = results?.find((result: MigrationResult) => result.status === "Error");
     throw new MigrationError(failed?.migrationName, error);
   }
   return {

@@ -1,5 +1,6 @@
 import { type Kysely, Migrator } from "kysely";
 import type { Database } from "../schema/database.js";
+import { inMigrationTransaction } from "../schema/migration-lock.js";
 import { MIGRATIONS } from "../schema/migrations.js";
 
 /**
@@ -9,7 +10,14 @@ import { MIGRATIONS } from "../schema/migrations.js";
  */
 export async function migrateTo(db: Kysely<Database>, name: string): Promise<void> {
   if (!(name in MIGRATIONS)) throw new Error(`no migration is named ${name}`);
-  const migrator = new Migrator({ db, provider: { getMigrations: async () => ({ ...MIGRATIONS }) } });
-  const { error } = await migrator.migrateTo(name);
+  const { error } = await inMigrationTransaction(db, async (session) => {
+    const migrator = new Migrator({
+      db: session,
+      provider: { getMigrations: async () => ({ ...MIGRATIONS }) },
+      disableTransactions: true,
+    });
+    const outcome = await migrator.migrateTo(name);
+    return { commit: outcome.error === undefined, value: outcome };
+  });
   if (error !== undefined) throw error;
 }

@@ -1,3 +1,4 @@
+import type { Database } from "@posts/adapters-postgres";
 import {
   createPostgresDatabase,
   type MigrationError,
@@ -5,7 +6,8 @@ import {
   migrateToLatest,
 } from "@posts/adapters-postgres";
 import { migrateTo } from "@posts/adapters-postgres/testing";
-import { sql } from "kysely";
+import { Kysely, PostgresDialect, sql } from "kysely";
+import pg from "pg";
 import { describe, expect, it } from "vitest";
 import { ENGINES, useTestDatabase } from "../use-test-database.js";
 
@@ -16,6 +18,7 @@ const ALL = [
   "0004_conditional_writes_idempotency_search",
   "0005_author_pages_from_the_index",
   "0006_post_change_events",
+  "0007_post_events_without_a_notification_per_change",
 ];
 const TABLES = [
   "attempt_counts",
@@ -91,10 +94,37 @@ describe.each(ENGINES)("migrations on %s", (engine) => {
     expect(failure?.message).toMatch(
       /^database migration 0001_create_users failed: .*"users" already exists/,
     );
-    // Neither the index of 0001 nor anything of the later migrations is left behind.
-    expect(await tables()).toEqual(["kysely_migration", "kysely_migration_lock", "users"]);
+    // Nothing of the call is left behind: not the index of 0001, not the later migrations, not
+    // even Kysely's bookkeeping tables, made in the same transaction.
+    expect(await tables()).toEqual(["users"]);
+    // Nor a lock: the migration lock ended with the transaction that rolled back.
+    const locks = await sql<{ count: number }>`
+      SELECT count(*)::int AS count FROM pg_locks
+      WHERE locktype = 'advisory' AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`.execute(
+      db(),
+    );
+    expect(locks.rows).toEqual([{ count: 0 }]);
     await sql`DROP TABLE users`.execute(db());
     expect((await migrateToLatest(db())).applied).toEqual(ALL);
+  });
+
+  it("refuses a Kysely instance whose adapter takes Kysely's session-level migration lock", async ({
+    skip,
+  }) => {
+    const { connectionString } = database();
+    if (connectionString === undefined)
+      return skip("a PGlite database has no pool to open another Kysely on");
+    const pool = new pg.Pool({ connectionString, max: 1 });
+    const stock = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+    try {
+      const failure = await migrateToLatest(stock).then(
+        () => undefined,
+        (error: Error) => error,
+      );
+      expect(failure?.message).toMatch(/needs? a database opened by createPostgresDatabase/);
+    } finally {
+      await stock.destroy();
+    }
   });
 
   it("gives the columns the types, limits and defaults the service relies on", async () => {
