@@ -149,8 +149,9 @@ async function until<T>(what: string, timeoutMs: number, attempt: () => Promise<
 
 /**
  * One running topology on this machine: a primary and two streaming standbys, PgBouncer in
- * transaction pooling in front of the three, three service instances reading from the standbys
- * through it, and HAProxy in front of the instances. Every process is recorded by pid in its
+ * transaction pooling in front of the three (and in session pooling for the instances' LISTEN
+ * connections to the primary), three service instances reading from the standbys through it,
+ * and HAProxy in front of the instances. Every process is recorded by pid in its
  * directory (see `ProcessRegistry`), so another process can stop it ({@link attachTopology}).
  */
 export class Topology {
@@ -176,9 +177,23 @@ export class Topology {
     return `postgres://${PG_USER}@127.0.0.1:${this.portOf(server)}/${database}`;
   }
 
-  /** A URL to a server through PgBouncer. */
+  /** A URL to a server through PgBouncer, in transaction pooling. */
   bouncerUrl(server: ServerName): string {
     return `postgres://${PG_USER}@127.0.0.1:${PORTS.pgbouncer}/${DATABASE}_${server}`;
+  }
+
+  /**
+   * A URL to the primary through PgBouncer in session pooling, for the instances' LISTEN
+   * connections (`DATABASE_LISTEN_URL`): a session keeps its server connection, so its LISTEN
+   * stays on the connection the notifications arrive on.
+   */
+  get listenUrl(): string {
+    return `postgres://${PG_USER}@127.0.0.1:${PORTS.pgbouncer}/${DATABASE}_primary_listen`;
+  }
+
+  /** A URL to any other `database` of the primary through PgBouncer, in transaction pooling. */
+  bouncerUrlOf(database: string): string {
+    return `postgres://${PG_USER}@127.0.0.1:${PORTS.pgbouncer}/${database}`;
   }
 
   /** The URL of service instance `index` (0, 1, 2). */
@@ -201,6 +216,8 @@ export class Topology {
     return {
       HOST: "127.0.0.1",
       DATABASE_URL: this.bouncerUrl("primary"),
+      // LISTEN needs a session; transaction pooling would lose it between statements.
+      DATABASE_LISTEN_URL: this.listenUrl,
       DATABASE_READ_URLS: [this.bouncerUrl("standby1"), this.bouncerUrl("standby2")].join(","),
       // PgBouncer 1.18 in transaction pooling cannot keep protocol-level prepared statements.
       DB_NAMED_STATEMENTS: "false",
@@ -208,23 +225,22 @@ export class Topology {
       JWT_SECRET: this.jwtSecret,
       LOG_LEVEL: "warn",
       APP_TIME_ZONE: "UTC",
-      // Migrations need a session of their own (see migrate()), which transaction pooling does not give.
-      MIGRATE_ON_START: "false",
     };
   }
 
   /**
-   * Brings the schema up to date with the service's own `migrate` command, straight on the
-   * primary: the migrator holds a session-level advisory lock between statements, and through
-   * PgBouncer in transaction pooling the lock and its release can land on different server
-   * connections, leaving the lock held and the next migration waiting for it.
+   * Brings the schema up to date with the service's own `migrate` command, through PgBouncer in
+   * transaction pooling as the instances reach the primary (the migrations hold their lock for one
+   * transaction, which PgBouncer keeps on one server connection). The instances then migrate
+   * again as they start, and find nothing to do.
    */
   migrate(): void {
     execFileSync(process.execPath, [join(ROOT, "packages/app/dist/main.js"), "migrate"], {
       cwd: ROOT,
       env: {
         ...process.env,
-        DATABASE_URL: this.directUrl("primary"),
+        DATABASE_URL: this.bouncerUrl("primary"),
+        DB_NAMED_STATEMENTS: "false",
         JWT_SECRET: this.jwtSecret,
         DATA_DIR: join(this.dir, "migrate"),
         LOG_LEVEL: "warn",
@@ -356,6 +372,10 @@ export class Topology {
       [
         "[databases]",
         ...databases,
+        // The instances' LISTEN connections, one session each for as long as it lives.
+        `${DATABASE}_primary_listen = host=127.0.0.1 port=${PORTS.primary} dbname=${DATABASE} pool_mode=session`,
+        // Any other database of the primary, under its own name (tests make scratch ones).
+        `* = host=127.0.0.1 port=${PORTS.primary}`,
         "",
         "[pgbouncer]",
         "listen_addr = 127.0.0.1",
@@ -562,7 +582,7 @@ export async function startTopology(options: TopologyOptions): Promise<Topology>
     await topology.initClusters();
     say("starting PgBouncer");
     await topology.startPgbouncer();
-    say("migrating the database on the primary");
+    say("migrating the database through PgBouncer");
     topology.migrate();
     say("starting three service instances");
     await Promise.all([0, 1, 2].map((index) => topology.startInstance(index)));

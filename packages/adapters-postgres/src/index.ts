@@ -36,7 +36,6 @@ export {
 } from "./repositories/post-cache.js";
 export { PostgresAttemptCounter } from "./repositories/postgres-attempt-counter.js";
 export {
-  CHANGED_CHANNEL,
   NUMBERED_CHANNEL,
   PostgresChangeEventLog,
   type PostgresChangeEventLogOptions,

@@ -25,6 +25,11 @@ export type DatabaseConfig =
        * connection); off behind a pooler that cannot keep them (PgBouncer in transaction mode).
        */
       readonly namedStatements: boolean;
+      /**
+       * `DATABASE_LISTEN_URL`, else `url`: where the connection that LISTENs for notifications
+       * goes, a session of its own even when `url` is a pooler in transaction mode. Never logged.
+       */
+      readonly listenUrl: string;
       /** `DATABASE_READ_URLS`: hot standbys of `url` that may answer reads; empty for none. Never logged. */
       readonly readUrls: readonly string[];
       /** `READ_REPLICA_MAX_WAIT_MS`: longest a read waits for a standby to catch up before the primary answers. */
@@ -124,6 +129,12 @@ export function loadConfig(env: Environment): Result<AppConfig, readonly string[
         "generate one with: openssl rand -base64 48).",
     });
   }
+  if (isSet(env, "DATABASE_LISTEN_URL") && !isSet(env, "DATABASE_URL")) {
+    problems.push({
+      name: "DATABASE_LISTEN_URL",
+      message: "DATABASE_LISTEN_URL names the database of DATABASE_URL: set DATABASE_URL too.",
+    });
+  }
   if (settings.DATABASE_READ_URLS.length > 0 && !isSet(env, "DATABASE_URL")) {
     problems.push({
       name: "DATABASE_READ_URLS",
@@ -146,6 +157,7 @@ function configFrom(s: Settings): AppConfig {
         : {
             kind: "postgres",
             url: s.DATABASE_URL,
+            listenUrl: s.DATABASE_LISTEN_URL ?? s.DATABASE_URL,
             poolSize: s.DB_POOL_SIZE,
             connectTimeoutMs: s.DB_CONNECT_TIMEOUT_MS,
             statementTimeoutMs: s.DB_STATEMENT_TIMEOUT_MS,

@@ -93,16 +93,23 @@ export function createContainer(seeds: ContainerSeeds): DependencyContainer {
       const cache = c.resolve(TOKENS.postCache);
       // With standbys, the reads one may answer go through the database's standby reads.
       const { db, readStatements } = c.resolve(TOKENS.database);
+      // A change's event is numbered as soon as the change committed (see PostgresChangeEventLog).
+      const events = c.resolve(TOKENS.changeEvents);
       return new PostgresPostRepository(db, {
         ...(cache === undefined ? {} : { cache }),
         ...(readStatements === undefined ? {} : { readStatements }),
+        onChange: () => events.wake(),
       });
     }),
   });
   container.register(TOKENS.userRepository, {
     useFactory: instanceCachingFactory((c) => {
       const { db, readStatements } = c.resolve(TOKENS.database);
-      return new PostgresUserRepository(db, readStatements === undefined ? {} : { readStatements });
+      const events = c.resolve(TOKENS.changeEvents);
+      return new PostgresUserRepository(db, {
+        ...(readStatements === undefined ? {} : { readStatements }),
+        onChange: () => events.wake(),
+      });
     }),
   });
   // In the database, whatever its engine: every instance counts the same attempts.

@@ -26,7 +26,8 @@ export function startEventRelay(
   const lease =
     config.database.kind === "postgres"
       ? new PostgresPublisherLease({
-          connectionString: config.database.url,
+          // A session advisory lock: it needs a session of its own, as LISTEN does.
+          connectionString: config.database.listenUrl,
           connectTimeoutMs: config.database.connectTimeoutMs,
         })
       : undefined;

@@ -14,6 +14,7 @@ export async function openDatabase(config: DatabaseConfig, logger: Logger): Prom
   }
   return createPostgresDatabase({
     connectionString: config.url,
+    listenConnectionString: config.listenUrl,
     poolSize: config.poolSize,
     connectionTimeoutMillis: config.connectTimeoutMs,
     statementTimeoutMillis: config.statementTimeoutMs,

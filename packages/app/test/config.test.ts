@@ -51,6 +51,7 @@ describe("loadConfig", () => {
       PORT: "3000",
       HOST: "127.0.0.1",
       DATABASE_URL: "postgres://app:pw@db.internal:5432/posts",
+      DATABASE_LISTEN_URL: "postgres://app:pw@primary.internal:5432/posts",
       DATABASE_READ_URLS: "postgres://app:pw@standby-a:5432/posts, postgres://app:pw@standby-b:5432/posts",
       READ_REPLICA_MAX_WAIT_MS: "20",
       DATA_DIR: "/var/lib/posts",
@@ -88,6 +89,7 @@ describe("loadConfig", () => {
       database: {
         kind: "postgres",
         url: "postgres://app:pw@db.internal:5432/posts",
+        listenUrl: "postgres://app:pw@primary.internal:5432/posts",
         poolSize: 4,
         connectTimeoutMs: 1000,
         statementTimeoutMs: 2000,
@@ -144,6 +146,29 @@ describe("loadConfig", () => {
     expect(database({})).toMatchObject({ kind: "postgres", namedStatements: true });
     expect(database({ DB_NAMED_STATEMENTS: "false" })).toMatchObject({ namedStatements: false });
     expect(database({ DB_NAMED_STATEMENTS: "TRUE" })).toMatchObject({ namedStatements: true });
+  });
+
+  it("LISTENs on DATABASE_URL unless DATABASE_LISTEN_URL names another URL, which needs DATABASE_URL and is never echoed", () => {
+    const database = (env: Environment) =>
+      valid({ DATABASE_URL: "postgres://pooler:6432/db", JWT_SECRET: SECRET_32, ...env }).database;
+    expect(database({})).toMatchObject({
+      url: "postgres://pooler:6432/db",
+      listenUrl: "postgres://pooler:6432/db",
+    });
+    expect(database({ DATABASE_LISTEN_URL: " postgresql://primary:5432/db " })).toMatchObject({
+      url: "postgres://pooler:6432/db",
+      listenUrl: "postgresql://primary:5432/db",
+    });
+    expect(
+      problems({
+        DATABASE_URL: "postgres://h/db",
+        JWT_SECRET: SECRET_32,
+        DATABASE_LISTEN_URL: "mysql://u:secret@h/db",
+      }),
+    ).toEqual(["DATABASE_LISTEN_URL must be a URL of the form postgres://user:password@host:5432/database."]);
+    expect(problems({ DATABASE_LISTEN_URL: "postgres://h/db" })).toEqual([
+      "DATABASE_LISTEN_URL names the database of DATABASE_URL: set DATABASE_URL too.",
+    ]);
   });
 
   it("reads from no standby unless DATABASE_READ_URLS names some, and waits 50 ms for one by default", () => {

@@ -4,6 +4,7 @@ import { pg_trgm } from "@electric-sql/pglite/contrib/pg_trgm";
 import { Kysely } from "kysely";
 import { PGliteDialect } from "kysely-pglite-dialect";
 import type { Database } from "../schema/database.js";
+import { withTransactionMigrationLock } from "../schema/migration-lock.js";
 import { closeOnce } from "./close-once.js";
 import type { DatabaseHandle } from "./database-handle.js";
 import { TYPE_PARSERS } from "./type-parsers.js";
@@ -41,7 +42,7 @@ export async function createPgliteDatabase(options: PgliteDatabaseOptions = {}):
     extensions: { pg_trgm },
   });
   // Destroying the Kysely instance closes PGlite (kysely-pglite-dialect's driver does it).
-  const db = new Kysely<Database>({ dialect: new PGliteDialect(pglite) });
+  const db = new Kysely<Database>({ dialect: withTransactionMigrationLock(new PGliteDialect(pglite)) });
   return {
     db,
     engine: "pglite",

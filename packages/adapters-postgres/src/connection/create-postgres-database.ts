@@ -1,6 +1,7 @@
 import { Kysely, PostgresDialect } from "kysely";
 import pg from "pg";
 import type { Database } from "../schema/database.js";
+import { withTransactionMigrationLock } from "../schema/migration-lock.js";
 import { closeOnce } from "./close-once.js";
 import type { DatabaseHandle } from "./database-handle.js";
 import { DIRECT_STATEMENTS } from "./direct-statements.js";
@@ -14,6 +15,13 @@ import { TYPE_PARSERS } from "./type-parsers.js";
 export interface PostgresDatabaseOptions {
   /** `postgres://user:password@host:port/database?…`, as `pg` reads it. */
   readonly connectionString: string;
+  /**
+   * Where the one connection that `LISTEN`s for notifications goes: the same database, on a
+   * session of its own. Default `connectionString`. Give the server itself (or a pooler's
+   * session-mode pool) when `connectionString` is a pooler in transaction mode, which hands each
+   * statement to whichever server connection is free, so a `LISTEN` hears nothing.
+   */
+  readonly listenConnectionString?: string;
   /** Most connections open at once. Default 10. */
   readonly poolSize?: number;
   /**
@@ -71,11 +79,13 @@ export function createPostgresDatabase(options: PostgresDatabaseOptions): Databa
   const pool = openPool(options.connectionString, options, statementTimeout);
   const names = options.namedStatements === false ? undefined : PREPARED_STATEMENT_NAMES;
   const { forKysely, run } = poolForKysely(pool, queryTimeout, names);
-  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: forKysely }) });
+  const db = new Kysely<Database>({
+    dialect: withTransactionMigrationLock(new PostgresDialect({ pool: forKysely })),
+  });
   DIRECT_STATEMENTS.set(db, run);
   // Its connection opens on the first LISTEN only: a handle nobody listens on costs nothing more.
   const listening = postgresNotifications({
-    connectionString: options.connectionString,
+    connectionString: options.listenConnectionString ?? options.connectionString,
     applicationName: `${options.applicationName ?? "posts-service"} (listen)`,
     ...(options.onIdleClientError === undefined ? {} : { onError: options.onIdleClientError }),
   });

@@ -11,8 +11,8 @@ export type RunStatement = (sql: string, parameters: readonly unknown[]) => Prom
 /**
  * For each `Kysely` that `createPostgresDatabase` made: how to run a statement on its pool
  * without Kysely's executor. `prepare()` runs its statements this way outside transactions.
- * Why: per statement, Kysely's executor (connection provider, query id, result transformation,
- * the promises between them) cost a GET of one post about 3 µs of its 50 µs of CPU
- * (bench/RESULTS.md); the statement, its connection, its read timer and its name are the same.
+ * Why: Kysely's executor (connection provider, query id, result transformation, the promises
+ * between them) is a measurable share of a GET's CPU (bench/RESULTS.md, change 4 of issues 11
+ * and 13); the statement, its connection, its read timer and its name are the same.
  */
 export const DIRECT_STATEMENTS = new WeakMap<Kysely<Database>, RunStatement>();

@@ -37,11 +37,11 @@ type Done = (error: Error | null, result?: pg.QueryResult) => void;
  * Hands `pool` to Kysely with each statement sent through `pg`'s callback form and bounded by
  * this adapter's own read timer, instead of `pg`'s promise form and its `query_timeout`.
  *
- * Why: measured at 64 concurrent list requests (bench/RESULTS.md), either of those two made
- * about 2 MB of every young-generation collection survive and be promoted, so the old space
- * grew to about 95 MB between full collections and the RSS past 200 MB; with the callback form
- * and a plain timer, almost nothing survives, as with `pool.query` in the baseline server. Same
- * statements, same results, same errors.
+ * Why: under concurrent load either of those two keeps much of every young-generation
+ * collection alive and promotes it, which the RSS pays for; with the callback form and a plain
+ * timer almost nothing survives, as with `pool.query` in the baseline server (numbers:
+ * bench/RESULTS.md, "What was changed before issue 13", item 6). Same statements, same results,
+ * same errors.
  *
  * A statement with no answer after `readTimeoutMillis` (a server or network that stopped
  * answering without closing the connection) fails with "Query read timeout", and its
@@ -205,7 +205,7 @@ class TimedClient implements PostgresPoolClient {
     }
     // Made from the text and named afterwards, where pg reads the name (when it sends it): given
     // a config object instead, pg copies it with all its property descriptors first, for every
-    // statement, which cost a GET of one post about 1 µs of its 50 (bench/RESULTS.md).
+    // statement (its cost: bench/RESULTS.md, change 4 of issues 11 and 13).
     const query = new pg.Query(sql, values, answer as never) as pg.Query & { name?: string };
     query.name = name;
     this.#client.query(query);

@@ -1,11 +1,10 @@
+import { setTimeout as sleep } from "node:timers/promises";
 import type { ChangeEventLog, PostChangeEvent } from "@posts/domain";
 import { type Kysely, sql } from "kysely";
 import type { Notifications } from "../connection/notifications.js";
 import { parseInt8 } from "../connection/type-parsers.js";
 import type { Database } from "../schema/database.js";
 
-/** The channel the trigger on `posts` notifies at each commit of a change (migration 0006). */
-export const CHANGED_CHANNEL = "post_events";
 /** The channel the sequencer notifies, with the newest number, at each commit of numbers. */
 export const NUMBERED_CHANNEL = "post_events_numbered";
 // One advisory lock key for the sequencer, the same in every instance ("postevnt" in ASCII).
@@ -16,14 +15,19 @@ const DEFAULT_CHECK_INTERVAL_MS = 5000;
 // How soon to try again when another instance holds the sequencer's lock: it may have taken its
 // snapshot before our change committed, and then leaves our row for us.
 const BUSY_RETRY_MS = 20;
+// The least time from the start of one run of the sequencer to the next while changes keep
+// waking it: under a stream of writes it numbers them in batches instead of one short
+// transaction per write, which the writes would pay for; a lone change is numbered at once.
+const MIN_RUN_INTERVAL_MS = 50;
 
 /** Options of {@link PostgresChangeEventLog}. */
 export interface PostgresChangeEventLogOptions {
-  /** The database's LISTEN/NOTIFY; without it, only the periodic check numbers events and wakes readers. */
+  /** The database's LISTEN/NOTIFY; without it, readers in other processes hear of numbers only at the periodic check. */
   readonly notifications?: Notifications;
   /**
-   * How often numbering and the newest number are checked without being notified: a safety net
-   * for notifications lost with a connection, not the way events normally arrive. Default 5000 ms.
+   * How often numbering and the newest number are checked without being woken: what numbers a
+   * change made outside this service (a statement of an operator's own), and a safety net for
+   * notifications lost with a connection. Default 5000 ms.
    */
   readonly checkIntervalMs?: number;
   /** Told of each failure of the sequencer or the check, which the next notification or check retries. */
@@ -68,20 +72,29 @@ function toEvent(row: EventRow): PostChangeEvent {
 /**
  * The change event log in the `post_events` table, and its sequencer.
  *
- * A trigger on `posts` writes one row per changed post in the change's own transaction and
- * notifies `post_events` (delivered at commit). Any instance so woken runs the sequencer: one
- * short transaction which, holding a transaction-scoped advisory lock (so one at a time, over
- * all instances), gives every committed row still without a number the numbers after the
- * greatest given, in insertion order, and notifies `post_events_numbered` with the newest.
- * Numbers are thus taken after commit, in one transaction at a time, so a reader sees either a
- * whole batch or none of it and never a later number without the earlier ones; a transaction
- * that stays open simply has its event numbered after those that committed first. A post's
- * changes wait for each other on the post's row lock, so each one's row is inserted after the
- * previous committed, and numbered after it. A crash of the sequencer rolls its numbers back.
+ * A trigger on `posts` writes one row per changed post in the change's own transaction. The
+ * process that made the change then calls {@link PostgresChangeEventLog.wake} (the repositories
+ * do, given `onChange`), which runs the sequencer: one short transaction which, holding a
+ * transaction-scoped advisory lock (so one at a time, over all instances), gives every committed
+ * row still without a number the numbers after the greatest given, in insertion order, and
+ * notifies `post_events_numbered` with the newest. Numbers are thus taken after commit, in one
+ * transaction at a time, so a reader sees either a whole batch or none of it and never a later
+ * number without the earlier ones; a transaction that stays open simply has its event numbered
+ * after those that committed first. A post's changes wait for each other on the post's row
+ * lock, so each one's row is inserted after the previous committed, and numbered after it. A
+ * crash of the sequencer rolls its numbers back.
+ *
+ * Why the writer wakes its own sequencer rather than the trigger notifying every instance: a
+ * transaction that notifies takes a database-wide lock from its notification until the end of
+ * its commit, so that notifications are queued in commit order; one `NOTIFY` per change put
+ * every write's commit (its WAL flush included) in one line, and cost writes about a third of
+ * their throughput (bench/RESULTS.md, "What change events cost writes"). Only the sequencer
+ * notifies now, once per batch.
  *
  * {@link PostgresChangeEventLog.start} listens and numbers what is waiting; subscribers hear
- * of `post_events_numbered`. Without notifications (or when they are lost with their
- * connection) a check every `checkIntervalMs` does both.
+ * of `post_events_numbered`. A change no process of the service woke for (made by an
+ * operator's statement), and notifications lost with their connection, wait for the check every
+ * `checkIntervalMs`, which does both.
  */
 export class PostgresChangeEventLog implements ChangeEventLog {
   readonly #db: Kysely<Database>;
@@ -107,13 +120,12 @@ export class PostgresChangeEventLog implements ChangeEventLog {
     const { notifications } = this.#options;
     if (notifications !== undefined) {
       this.#stops.push(
-        await notifications.listen(CHANGED_CHANNEL, (payload) => {
-          // Undefined: the listening connection is back, and what was notified meanwhile is lost.
-          if (payload === undefined) void this.#check();
-          else this.wake();
-        }),
         await notifications.listen(NUMBERED_CHANNEL, (payload) => {
-          if (payload === undefined) return;
+          // Undefined: the listening connection is back, and what was notified meanwhile is lost.
+          if (payload === undefined) {
+            void this.#check();
+            return;
+          }
           const last = Number(payload);
           if (Number.isSafeInteger(last)) this.#tell(last);
         }),
@@ -138,7 +150,9 @@ export class PostgresChangeEventLog implements ChangeEventLog {
 
   /**
    * Runs the sequencer soon, unless it is running in this process, in which case it runs again
-   * once done: a change that committed during a run may be outside that run's snapshot.
+   * once done: a change that committed during a run may be outside that run's snapshot. Call it
+   * after each change committed (the repositories' `onChange`): its event is numbered, and
+   * readers in every instance hear of it, without waiting for the periodic check.
    */
   wake(): void {
     if (this.#closed) return;
@@ -154,18 +168,23 @@ export class PostgresChangeEventLog implements ChangeEventLog {
   async #sequenceUntilDone(): Promise<void> {
     do {
       this.#again = false;
+      const started = performance.now();
       try {
         const numbered = await this.numberPending();
         if (numbered === "busy") {
-          await new Promise((resolve) => setTimeout(resolve, BUSY_RETRY_MS));
+          await sleep(BUSY_RETRY_MS);
           this.#again = true;
         } else if (numbered === BATCH) {
+          // A backlog: the next batch at once.
           this.#again = true;
+          continue;
         }
       } catch (error) {
-        // The next notification or the periodic check tries again.
+        // The next wake or the periodic check tries again.
         this.#options.onError?.(error);
       }
+      const wait = MIN_RUN_INTERVAL_MS - (performance.now() - started);
+      if (this.#again && wait > 0) await sleep(wait);
     } while (this.#again && !this.#closed);
   }
 

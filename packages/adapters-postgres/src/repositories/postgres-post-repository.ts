@@ -24,6 +24,7 @@ import { CachedPages } from "./posts/cached-pages.js";
 import { IdempotentCreation } from "./posts/idempotent-creation.js";
 import { OwnedWrites } from "./posts/owned-writes.js";
 import { PlainCreation } from "./posts/plain-creation.js";
+import { PostLookups } from "./posts/post-lookups.js";
 import { ReadStatements } from "./posts/read-statements.js";
 import { SearchPages } from "./posts/search-pages.js";
 
@@ -54,15 +55,22 @@ export interface PostgresPostRepositoryOptions {
   readonly searchBudget?: number;
   /**
    * How long, in milliseconds, a search page's trigram step may take on a PostgreSQL server
-   * (see `SearchPages`): the step that fills a rare term's page from the trigram indexes once the
-   * walk ran out of budget. 0 leaves it out. Absent: 50.
+   * (see `SearchPages`): the step that fills a rare term's page from the trigram indexes when a
+   * walk found too little. 0 leaves it out. Absent: 50.
    */
   readonly searchIndexStepMs?: number;
+  /**
+   * Called after each change this repository committed (a creation, an update, a deletion; a
+   * replayed idempotent creation too, harmlessly): the change event log's `wake`, so that the
+   * change's event is numbered at once rather than at the log's periodic check.
+   */
+  readonly onChange?: () => void;
 }
 
 /**
  * `PostRepository` on PostgreSQL (a server through `pg`, or PGlite): a facade over rooms of one
- * concern each, in `posts/`: the reads a standby may answer (`ReadStatements`), pages through the
+ * concern each, in `posts/`: the reads a standby may answer (`ReadStatements`), lookups by id
+ * coalesced into one statement per turn of the event loop (`PostLookups`), pages through the
  * cache (`CachedPages`), search pages of bounded work (`SearchPages`), plain and idempotent creation, and the owned writes with their failure
  * diagnosis (`OwnedWrites`). Every change is one statement, so each is atomic without an explicit
  * transaction (an idempotent creation whose key is taken decides in a second statement). Every
@@ -73,17 +81,20 @@ export interface PostgresPostRepositoryOptions {
  */
 export class PostgresPostRepository implements PostRepository {
   readonly #reads: ReadStatements;
+  readonly #lookups: PostLookups;
   readonly #searches: SearchPages;
   readonly #cache: PostCache | undefined;
   readonly #cachedPages: CachedPages | undefined;
   readonly #plain: PlainCreation;
   readonly #idempotent: IdempotentCreation;
   readonly #owned: OwnedWrites;
+  readonly #onChange: () => void;
 
   constructor(db: Kysely<Database>, options: PostgresPostRepositoryOptions = {}) {
     const { cache } = options;
     this.#cache = cache === undefined || cache instanceof PostCache ? cache : new PostCache(cache);
     this.#reads = new ReadStatements(db, options.readStatements);
+    this.#lookups = new PostLookups(this.#reads);
     this.#cachedPages = this.#cache === undefined ? undefined : new CachedPages(this.#cache, this.#reads);
     this.#searches = new SearchPages(
       db,
@@ -95,17 +106,22 @@ export class PostgresPostRepository implements PostRepository {
     this.#plain = new PlainCreation(db);
     this.#idempotent = new IdempotentCreation(db);
     this.#owned = new OwnedWrites(db);
+    this.#onChange = options.onChange ?? (() => {});
   }
 
-  create(post: NewPost): Promise<Post | undefined> {
-    return this.#plain.create(post);
+  async create(post: NewPost): Promise<Post | undefined> {
+    const created = await this.#plain.create(post);
+    if (created !== undefined) this.#onChange();
+    return created;
   }
 
-  createIdempotently(
+  async createIdempotently(
     post: NewPost,
     key: IdempotencyKey,
   ): Promise<Result<CreatedPost, IdempotentCreateFailure>> {
-    return this.#idempotent.create(post, key);
+    const created = await this.#idempotent.create(post, key);
+    if (created.ok) this.#onChange();
+    return created;
   }
 
   deleteExpiredIdempotencyKeys(now: Date): Promise<number> {
@@ -113,7 +129,7 @@ export class PostgresPostRepository implements PostRepository {
   }
 
   async findById(id: number): Promise<Post | undefined> {
-    const [row] = await this.#reads.findById({ id });
+    const row = await this.#lookups.find(id);
     if (row === undefined) return undefined;
     // The cached object when it is this version, so that what callers keep beside it (the
     // HTTP adapter's JSON) serves again; a post read alone is not cached, so that reading many
@@ -148,13 +164,19 @@ export class PostgresPostRepository implements PostRepository {
   async update(update: PostUpdate): Promise<Result<Post, OwnedWriteFailure>> {
     const updated = await this.#owned.update(update);
     // The next page that lists a post it holds finds this version here.
-    if (updated.ok) this.#cache?.replace(updated.value);
+    if (updated.ok) {
+      this.#cache?.replace(updated.value);
+      this.#onChange();
+    }
     return updated;
   }
 
   async delete(target: PostDeletion): Promise<Result<void, OwnedWriteFailure>> {
     const deleted = await this.#owned.delete(target);
-    if (deleted.ok) this.#cache?.forget(target.id);
+    if (deleted.ok) {
+      this.#cache?.forget(target.id);
+      this.#onChange();
+    }
     return deleted;
   }
 }

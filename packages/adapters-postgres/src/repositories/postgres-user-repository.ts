@@ -22,6 +22,11 @@ export interface PostgresUserRepositoryOptions {
    * `db`. Absent: the lookup runs on `db` too.
    */
   readonly readStatements?: RunStatement;
+  /**
+   * Called after a user's deletion committed, which deleted their posts too: the change event
+   * log's `wake`, so that those deletions' events are numbered at once.
+   */
+  readonly onChange?: () => void;
 }
 
 /**
@@ -35,8 +40,10 @@ export class PostgresUserRepository implements UserRepository {
   readonly #findByEmail: PreparedStatement<{ email: string }, UserRow>;
   readonly #findById: PreparedStatement<{ id: number }, UserRow>;
   readonly #delete: PreparedStatement<{ id: number }, { readonly id: number }>;
+  readonly #onChange: () => void;
 
   constructor(db: Kysely<Database>, options: PostgresUserRepositoryOptions = {}) {
+    this.#onChange = options.onChange ?? (() => {});
     // A taken email inserts nothing and returns no row, instead of failing the statement.
     this.#create = prepare(db, (p: CreateValues) =>
       db
@@ -96,7 +103,9 @@ export class PostgresUserRepository implements UserRepository {
   async delete(id: number): Promise<boolean> {
     // The foreign key's ON DELETE CASCADE removes the user's posts within this statement.
     const rows = await this.#delete({ id });
-    return rows.length > 0;
+    if (rows.length === 0) return false;
+    this.#onChange();
+    return true;
   }
 }
 

@@ -5,6 +5,34 @@ import { type Kysely, type Migration, sql } from "kysely";
 type AnyDatabase = Kysely<any>;
 
 /**
+ * (Re)defines the function the triggers on `posts` call: one outbox row per changed post. 0006
+ * made it notify `post_events` at each change; 0007 made it stop (see there), and its `down` puts
+ * the notification back. One text for all three, so that they cannot drift apart.
+ */
+async function recordPostEvents(db: AnyDatabase, { notifyEachChange }: { notifyEachChange: boolean }) {
+  const notify = notifyEachChange ? sql.raw("PERFORM pg_notify('post_events', '');") : sql.raw("");
+  await sql`
+    CREATE OR REPLACE FUNCTION post_events_record() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+      IF TG_OP = 'DELETE' THEN
+        INSERT INTO post_events (type, post_id, author_id, occurred_at)
+        VALUES ('post.deleted', OLD.id, OLD.user_id, clock_timestamp());
+      ELSE
+        INSERT INTO post_events
+          (type, post_id, title, content, created_at, updated_at, author_id, author_email, occurred_at)
+        VALUES (
+          CASE TG_OP WHEN 'INSERT' THEN 'post.created' ELSE 'post.updated' END,
+          NEW.id, NEW.title, NEW.content, NEW.created_at, NEW.updated_at, NEW.user_id,
+          (SELECT email FROM users WHERE id = NEW.user_id), NEW.updated_at
+        );
+      END IF;
+      ${notify}
+      RETURN NULL;
+    END
+    $$`.execute(db);
+}
+
+/**
  * Every schema change, by name; Kysely runs them in name order and records each one in
  * `kysely_migration`. Defined in code rather than read from files, so that they run the same
  * from the sources and from `dist`. Never edit one that has been released: add the next.
@@ -96,7 +124,7 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
         // No foreign key: a replay answers the post's id even after the post is deleted. Null, as
         // is the fingerprint, only inside the transaction that claims the key and makes the post.
         .addColumn("post_id", "bigint")
-        // SHA-256 of the title's length and the title and content as UTF-8, computed by the server.
+        // SHA-256 of the title's length and the title and content as UTF-8 (idempotent-creation.ts).
         .addColumn("fingerprint", "bytea")
         .addColumn("expires_at", "timestamptz", (column) => column.notNull())
         // Also the unique index a concurrent claim of the same key waits on.
@@ -165,25 +193,7 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
       // The author's email is copied, as the event must carry it after the author is gone. A
       // deletion (also each post of a deleted user, through the cascade) carries the id only.
       // pg_notify is delivered at commit, once per transaction, and not at all on rollback.
-      await sql`
-        CREATE OR REPLACE FUNCTION post_events_record() RETURNS trigger LANGUAGE plpgsql AS $$
-        BEGIN
-          IF TG_OP = 'DELETE' THEN
-            INSERT INTO post_events (type, post_id, author_id, occurred_at)
-            VALUES ('post.deleted', OLD.id, OLD.user_id, clock_timestamp());
-          ELSE
-            INSERT INTO post_events
-              (type, post_id, title, content, created_at, updated_at, author_id, author_email, occurred_at)
-            VALUES (
-              CASE TG_OP WHEN 'INSERT' THEN 'post.created' ELSE 'post.updated' END,
-              NEW.id, NEW.title, NEW.content, NEW.created_at, NEW.updated_at, NEW.user_id,
-              (SELECT email FROM users WHERE id = NEW.user_id), NEW.updated_at
-            );
-          END IF;
-          PERFORM pg_notify('post_events', '');
-          RETURN NULL;
-        END
-        $$`.execute(db);
+      await recordPostEvents(db, { notifyEachChange: true });
       await sql`
         CREATE TRIGGER posts_record_insert_delete AFTER INSERT OR DELETE ON posts
         FOR EACH ROW EXECUTE FUNCTION post_events_record()`.execute(db);
@@ -197,6 +207,17 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
       await sql`DROP TRIGGER posts_record_insert_delete ON posts`.execute(db);
       await sql`DROP FUNCTION post_events_record()`.execute(db);
       await db.schema.dropTable("post_events").execute();
+    },
+  },
+  "0007_post_events_without_a_notification_per_change": {
+    async up(db: AnyDatabase) {
+      // The trigger no longer notifies: a notifying transaction holds a database-wide lock through
+      // its commit, which put every write's commit in one line. The process that made a change
+      // wakes the sequencer itself (PostgresChangeEventLog).
+      await recordPostEvents(db, { notifyEachChange: false });
+    },
+    async down(db: AnyDatabase) {
+      await recordPostEvents(db, { notifyEachChange: true });
     },
   },
 };

@@ -1,4 +1,8 @@
-import { PostgresChangeEventLog } from "@posts/adapters-postgres";
+import {
+  PostgresChangeEventLog,
+  PostgresPostRepository,
+  PostgresUserRepository,
+} from "@posts/adapters-postgres";
 import { openTestDatabase } from "@posts/adapters-postgres/testing";
 import { changeEventLogContract } from "@posts/domain/testing/vitest";
 
@@ -9,9 +13,11 @@ for (const engine of ["postgres", "pglite"] as const) {
       ...(database.notifications === undefined ? {} : { notifications: database.notifications }),
     });
     await events.start();
+    // As the service composes them: a change wakes the sequencer of the process that made it.
+    const onChange = () => events.wake();
     return {
-      posts: database.posts,
-      users: database.users,
+      posts: new PostgresPostRepository(database.db, { onChange }),
+      users: new PostgresUserRepository(database.db, { onChange }),
       events,
       close: async () => {
         await events.close();

@@ -208,6 +208,29 @@ describe("numbering change events on PostgreSQL, under interleaved transactions"
     expect(numbers(await log.readAfter(start, 100))).toEqual([start + 1, start + 2]);
   });
 
+  it("a change commits without notifying anyone; only the sequencer notifies, once per batch", async () => {
+    await numberAll();
+    const heard: string[] = [];
+    const listener = clients[3] as pg.Client;
+    const onNotification = (message: pg.Notification) => heard.push(message.channel);
+    listener.on("notification", onNotification);
+    await query(3, "LISTEN post_events");
+    await query(3, "LISTEN post_events_numbered");
+    try {
+      await insertPost(2, "unannounced 1");
+      await insertPost(2, "unannounced 2");
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expect(heard).toEqual([]);
+      expect(await log.numberPending()).toBe(2);
+      const deadline = Date.now() + 5000;
+      while (heard.length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+      expect(heard).toEqual(["post_events_numbered"]);
+    } finally {
+      await query(3, "UNLISTEN *");
+      listener.off("notification", onNotification);
+    }
+  });
+
   it("without notifications, the periodic check numbers what waits and tells the subscribers", async () => {
     const start = await numberAll();
     const checked = new PostgresChangeEventLog(database.db, { checkIntervalMs: 100 });

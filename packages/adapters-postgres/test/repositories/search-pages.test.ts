@@ -1,122 +1,280 @@
-import type { Database } from "@posts/adapters-postgres";
-import { PostgresPostRepository } from "@posts/adapters-postgres";
-import { encodeCursor, listPosts } from "@posts/domain";
-import { type CompiledQuery, Kysely, PostgresDialect } from "kysely";
+import { createPostgresDatabase, type Database, PostgresPostRepository } from "@posts/adapters-postgres";
+import { encodeCursor, listPosts, type SearchPageQuery } from "@posts/domain";
+import { CompiledQuery, Kysely, PostgresDialect, sql } from "kysely";
 import pg from "pg";
-import { describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { DIRECT_STATEMENTS } from "../../src/connection/direct-statements.js";
+import { poolForKysely } from "../../src/connection/pool-for-kysely.js";
+import { type ObservedDatabase, observedDatabase, seedPosts } from "../seeded-posts.js";
 import { useTestDatabase } from "../use-test-database.js";
 
 const POSTS = 20_000;
 const BUDGET = 1000;
-
-/** Every node of an EXPLAIN (FORMAT JSON) plan, depth first. */
-function nodesOf(plan: { Plans?: unknown[] } & Record<string, unknown>): Record<string, unknown>[] {
-  return [plan, ...(plan.Plans ?? []).flatMap((child) => nodesOf(child as typeof plan))];
-}
+/** What a page's first walk reads when the trigram step may follow: a tenth of the budget. */
+const FIRST_WALK = BUDGET / 10;
 
 // The case that made searches take seconds: every match among the oldest posts, so that a
 // newest-first walk filtering row by row reads almost the whole table before its first match.
 describe("search pages on a PostgreSQL server", () => {
   const database = useTestDatabase("postgres");
+  let observed: ObservedDatabase | undefined;
+  /** The posts' ids, oldest first. */
+  let ids: number[] = [];
+  const byG = (g: number) => ids[g - 1] as number;
+  // A step time no busy machine reaches here, so that what is checked is what the step finds.
+  const stepping = () =>
+    new PostgresPostRepository(database().db, { searchBudget: BUDGET, searchIndexStepMs: 10_000 });
+
+  beforeAll(async () => {
+    const { connectionString } = database();
+    if (connectionString === undefined) return;
+    observed = observedDatabase(connectionString);
+    // Post g: "very old" in the 5 oldest; "cluster" in the oldest twice the budget; "tenth" in
+    // one in ten; "fresh" in the newest 50 and the 3 oldest.
+    ids = await seedPosts(observed.pool, {
+      users: 10,
+      posts: POSTS,
+      title: `'Post ' || g || CASE WHEN g <= 5 THEN ' Very Old' ELSE '' END
+                || CASE WHEN g <= ${2 * BUDGET} THEN ' Cluster' ELSE '' END
+                || CASE WHEN g % 10 = 0 THEN ' Tenth' ELSE '' END
+                || CASE WHEN g > ${POSTS - 50} OR g <= 3 THEN ' Fresh' ELSE '' END`,
+      content: `md5(g::text) || CASE WHEN g = 3 THEN ' only here: very old' ELSE '' END`,
+    });
+  });
+  afterAll(async () => {
+    await observed?.destroy();
+  });
 
   it("read at most the budget whatever the term, and walk to the oldest matches page by page", async (context) => {
+    if (observed === undefined) return context.skip();
+    const newest = ids.at(-1) as number;
+    const oldest = ids.slice(0, 5).reverse();
+
+    // Through a Kysely of its own, which has no direct runner: the walk alone.
+    const posts = new PostgresPostRepository(observed.db, { searchBudget: BUDGET });
+    const first = await posts.searchPage({ limit: 21, search: "VERY old" });
+    expect(first.posts).toEqual([]);
+    // It stopped at the last post it read: the budget's worth below the newest.
+    expect(first.resumeBelow).toBe(ids.at(-BUDGET));
+
+    const [statement] = observed.captured;
+    if (statement === undefined) throw new Error("no statement was captured");
+    const scans = (await observed.plan(statement, true)).filter((node) => node["Relation Name"] === "posts");
+    // The posts read and the boundary's index-only walk, each at most the budget, nothing else.
+    expect(scans.map((node) => node["Node Type"]).sort()).toEqual(["Index Only Scan", "Index Scan"]);
+    for (const scan of scans) expect(scan["Actual Rows"]).toBeLessThanOrEqual(BUDGET);
+
+    // Through the listing: short pages whose cursors reach the old matches, each once.
+    const deps = { posts } as Parameters<typeof listPosts>[0];
+    const seen: number[] = [];
+    const cursors: (string | null)[] = [];
+    let cursor: string | undefined;
+    for (let page = 0; page < POSTS / BUDGET + 2; page++) {
+      const result = await listPosts(deps, {
+        q: "very old",
+        size: "2",
+        ...(cursor === undefined ? {} : { cursor }),
+      });
+      if (!result.ok) throw new Error(JSON.stringify(result.error));
+      seen.push(...result.value.posts.map((post) => post.id));
+      cursors.push(result.value.nextCursor);
+      if (result.value.nextCursor === null) break;
+      cursor = result.value.nextCursor;
+    }
+    expect(seen).toEqual(oldest);
+    expect(cursors[0]).toBe(encodeCursor(newest - BUDGET + 1));
+    expect(cursors.at(-1)).toBeNull();
+
+    // On the adapter's own pool the trigram step follows a walk that found too little: every
+    // match of a rare term below where the walk stopped, on the first page.
+    const withIndex = stepping();
+    expect(await withIndex.searchPage({ limit: 21, search: "VERY old" })).toEqual({
+      posts: await Promise.all(oldest.map(async (id) => await withIndex.findById(id))),
+    });
+    expect(await withIndex.searchPage({ limit: 2, search: "very old" })).toEqual({
+      posts: await Promise.all(oldest.slice(0, 2).map(async (id) => await withIndex.findById(id))),
+    });
+    // More matches below than the budget: the bitmap is not used, the page ends where the walk did.
+    expect(await withIndex.searchPage({ limit: 21, search: "cluster" })).toEqual({
+      posts: [],
+      resumeBelow: ids.at(-BUDGET),
+    });
+    // Without the step (0 ms) a rare term's page is the walk's.
+    const walkOnly = new PostgresPostRepository(database().db, {
+      searchBudget: BUDGET,
+      searchIndexStepMs: 0,
+    });
+    expect(await walkOnly.searchPage({ limit: 21, search: "very old" })).toEqual({
+      posts: [],
+      resumeBelow: ids.at(-BUDGET),
+    });
+  }, 60_000);
+
+  it("take the trigram step after a first walk of a tenth of the budget for a rare term, after the whole walk for a denser one, never for a page the walk fills", async (context) => {
     const { connectionString } = database();
-    if (connectionString === undefined) return context.skip();
-    const captured: CompiledQuery[] = [];
+    if (connectionString === undefined || observed === undefined) return context.skip();
+    // A Kysely on a pool of its own, made as a server's: walks go through its direct runner,
+    // which records them here; the step through Kysely, whose log records it.
     const pool = new pg.Pool({ connectionString, max: 1 });
-    const observed = new Kysely<Database>({
-      dialect: new PostgresDialect({ pool }),
+    const { forKysely, run } = poolForKysely(pool, 0);
+    const walks: CompiledQuery[] = [];
+    const others: string[] = [];
+    const server = new Kysely<Database>({
+      dialect: new PostgresDialect({ pool: forKysely }),
       log: (event) => {
-        if (event.level === "query") captured.push(event.query);
+        if (event.level === "query") others.push(event.query.sql);
       },
     });
+    DIRECT_STATEMENTS.set(server, (text, parameters) => {
+      walks.push(CompiledQuery.raw(text, [...parameters]));
+      return run(text, parameters);
+    });
     try {
-      await pool.query(`
-        INSERT INTO users (email, password_hash, created_at)
-        SELECT 'user' || g || '@example.com', 'hash', now() FROM generate_series(1, 10) AS g`);
-      await pool.query(`
-        INSERT INTO posts (title, content, created_at, updated_at, user_id)
-        SELECT 'Post ' || g || CASE WHEN g <= 5 THEN ' Very Old' ELSE '' END
-                 || CASE WHEN g <= ${2 * BUDGET} THEN ' Cluster' ELSE '' END,
-               md5(g::text) || CASE WHEN g = 3 THEN ' only here: very old' ELSE '' END,
-               now(), now(), 1 + g % 10
-        FROM generate_series(1, ${POSTS}) AS g`);
-      await pool.query("VACUUM ANALYZE posts");
-      const { rows } = await pool.query<{ id: string }>("SELECT id FROM posts ORDER BY id");
-      const ids = rows.map((row) => Number(row.id));
-      const newest = ids.at(-1) as number;
-      const oldest = ids.slice(0, 5).reverse();
+      const posts = new PostgresPostRepository(server, { searchBudget: BUDGET, searchIndexStepMs: 10_000 });
+      const explainer = observed;
+      /** A page, how many walks and trigram steps made it, and how many posts its walks read. */
+      const observe = async (query: SearchPageQuery, repository = posts) => {
+        walks.length = 0;
+        others.length = 0;
+        const read = await repository.searchPage(query);
+        let postsRead = 0;
+        for (const walk of walks) {
+          const scans = (await explainer.plan(walk, true)).filter(
+            (node) => node["Relation Name"] === "posts",
+          );
+          postsRead += Math.max(...scans.map((node) => Number(node["Actual Rows"])));
+        }
+        const steps = others.filter((text) => text.includes("statement_timeout")).length;
+        return {
+          ids: read.posts.map((post) => post.id),
+          resumeBelow: read.resumeBelow,
+          walks: walks.length,
+          steps,
+          postsRead,
+        };
+      };
+      const newestOf = (count: number, matches: (g: number) => boolean) =>
+        Array.from({ length: POSTS }, (_, i) => POSTS - i)
+          .filter(matches)
+          .slice(0, count)
+          .map(byG);
 
-      // Through a Kysely of its own, which has no direct runner: the walk alone.
-      const posts = new PostgresPostRepository(observed, { searchBudget: BUDGET });
-      const first = await posts.searchPage({ limit: 21, search: "VERY old" });
-      expect(first.posts).toEqual([]);
-      // It stopped at the last post it read: the budget's worth below the newest.
-      expect(first.resumeBelow).toBe(ids.at(-BUDGET));
-
-      const [statement] = captured;
-      if (statement === undefined) throw new Error("no statement was captured");
-      const explained = await pool.query<{ "QUERY PLAN": [{ Plan: Record<string, unknown> }] }>(
-        `EXPLAIN (ANALYZE, FORMAT JSON) ${statement.sql}`,
-        [...statement.parameters],
-      );
-      const scans = nodesOf(explained.rows[0]?.["QUERY PLAN"][0].Plan ?? {}).filter(
-        (node) => node["Relation Name"] === "posts",
-      );
-      // The posts read and the boundary's index-only walk, each at most the budget, nothing else.
-      expect(scans.map((node) => node["Node Type"]).sort()).toEqual(["Index Only Scan", "Index Scan"]);
-      for (const scan of scans) expect(scan["Actual Rows"]).toBeLessThanOrEqual(BUDGET);
-
-      // Through the listing: short pages whose cursors reach the old matches, each once.
-      const deps = { posts } as Parameters<typeof listPosts>[0];
-      const seen: number[] = [];
-      const cursors: (string | null)[] = [];
-      let cursor: string | undefined;
-      for (let page = 0; page < POSTS / BUDGET + 2; page++) {
-        const result = await listPosts(deps, {
-          q: "very old",
-          size: "2",
-          ...(cursor === undefined ? {} : { cursor }),
-        });
-        if (!result.ok) throw new Error(JSON.stringify(result.error));
-        seen.push(...result.value.posts.map((post) => post.id));
-        cursors.push(result.value.nextCursor);
-        if (result.value.nextCursor === null) break;
-        cursor = result.value.nextCursor;
+      // A term in every post: the first walk fills the page, no step.
+      expect(await observe({ limit: 21, search: "post" })).toEqual({
+        ids: newestOf(21, () => true),
+        resumeBelow: undefined,
+        walks: 1,
+        steps: 0,
+        postsRead: FIRST_WALK,
+      });
+      // A rare term: the step fills the page after the first walk, without the rest of it.
+      expect(await observe({ limit: 21, search: "very old" })).toEqual({
+        ids: newestOf(21, (g) => g <= 5),
+        resumeBelow: undefined,
+        walks: 1,
+        steps: 1,
+        postsRead: FIRST_WALK,
+      });
+      // A term in one post in ten: too many matches for the step, and the rest of the walk fills the page.
+      expect(await observe({ limit: 21, search: "tenth" })).toEqual({
+        ids: newestOf(21, (g) => g % 10 === 0),
+        resumeBelow: undefined,
+        walks: 2,
+        steps: 0,
+        postsRead: BUDGET,
+      });
+      // Dense among the newest posts, then rare: the whole walk, then the step for what is below.
+      expect(await observe({ limit: 60, search: "fresh" })).toEqual({
+        ids: newestOf(60, (g) => g > POSTS - 50 || g <= 3),
+        resumeBelow: undefined,
+        walks: 2,
+        steps: 1,
+        postsRead: BUDGET,
+      });
+      // A rare term by the first walk whose step gives up (more matches below than the budget):
+      // the rest of the walk, and the page ends where it stopped, the budget's worth down.
+      let page = await observe({ limit: 21, search: "cluster" });
+      expect(page).toEqual({ ids: [], resumeBelow: ids.at(-BUDGET), walks: 2, steps: 1, postsRead: BUDGET });
+      // Its pages go on, a budget at a time, until the walk reaches the matches.
+      let pages = 1;
+      while (page.ids.length === 0 && page.resumeBelow !== undefined) {
+        expect(page.resumeBelow).toBe(ids.at(-BUDGET * pages));
+        page = await observe({ limit: 21, search: "cluster", beforeId: page.resumeBelow });
+        pages += 1;
       }
-      expect(seen).toEqual(oldest);
-      expect(cursors[0]).toBe(encodeCursor(newest - BUDGET + 1));
-      expect(cursors.at(-1)).toBeNull();
+      expect(pages).toBe((POSTS - 2 * BUDGET) / BUDGET + 1);
+      expect(page.ids).toEqual(newestOf(21, (g) => g <= 2 * BUDGET));
 
-      // On the adapter's own pool the trigram step follows a walk that found too little: every
-      // match of a rare term below where the walk stopped, on the first page.
-      // A step time no busy machine reaches here, so that what is checked is what the step finds.
-      const withIndex = new PostgresPostRepository(database().db, {
-        searchBudget: BUDGET,
-        searchIndexStepMs: 10_000,
+      // A step out of time (1 ms; a term every title's trigrams hold costs the step a read of
+      // every post, over 10 ms here) gives up; the term's next pages then walk their whole
+      // budget in one statement, without a step.
+      const hurried = new PostgresPostRepository(server, { searchBudget: BUDGET, searchIndexStepMs: 1 });
+      page = await observe({ limit: 21, search: "post post" }, hurried);
+      expect(page).toEqual({ ids: [], resumeBelow: ids.at(-BUDGET), walks: 2, steps: 1, postsRead: BUDGET });
+      expect(await observe({ limit: 21, search: "post post", beforeId: page.resumeBelow }, hurried)).toEqual({
+        ids: [],
+        resumeBelow: ids.at(-2 * BUDGET),
+        walks: 1,
+        steps: 0,
+        postsRead: BUDGET,
       });
-      expect(await withIndex.searchPage({ limit: 21, search: "VERY old" })).toEqual({
-        posts: await Promise.all(oldest.map(async (id) => await withIndex.findById(id))),
-      });
-      expect(await withIndex.searchPage({ limit: 2, search: "very old" })).toEqual({
-        posts: await Promise.all(oldest.slice(0, 2).map(async (id) => await withIndex.findById(id))),
-      });
-      // More matches below than the budget: the bitmap is not used, the page ends where the walk did.
-      expect(await withIndex.searchPage({ limit: 21, search: "cluster" })).toEqual({
-        posts: [],
-        resumeBelow: ids.at(-BUDGET),
-      });
-      // Without the step (0 ms) a rare term's page is the walk's.
-      const walkOnly = new PostgresPostRepository(database().db, {
-        searchBudget: BUDGET,
-        searchIndexStepMs: 0,
-      });
-      expect(await walkOnly.searchPage({ limit: 21, search: "very old" })).toEqual({
-        posts: [],
-        resumeBelow: ids.at(-BUDGET),
-      });
+      // Another term still takes it (in time or not).
+      expect(await observe({ limit: 21, search: "very old" }, hurried)).toMatchObject({ steps: 1 });
     } finally {
-      await observed.destroy();
+      DIRECT_STATEMENTS.delete(server);
+      await server.destroy();
+    }
+  }, 60_000);
+
+  it("leave the step's connection as it was, whether the step answers, gives up or runs out of time", async (context) => {
+    const { connectionString } = database();
+    if (connectionString === undefined || observed === undefined) return context.skip();
+    // One connection, named statements, the service's own statement timeout: what follows a
+    // step runs where it ran.
+    const handle = createPostgresDatabase({ connectionString, poolSize: 1, statementTimeoutMillis: 4000 });
+    try {
+      const settings = async () =>
+        (
+          await sql<Record<string, string>>`
+            SELECT current_setting('statement_timeout') AS timeout,
+                   current_setting('enable_seqscan') AS seqscan,
+                   current_setting('enable_indexscan') AS indexscan,
+                   current_setting('plan_cache_mode') AS plans,
+                   now() = statement_timestamp() AS "ownTransaction"`.execute(handle.db)
+        ).rows[0];
+      const before = await settings();
+      expect(before).toEqual({
+        timeout: "4s",
+        seqscan: "on",
+        indexscan: "on",
+        plans: "auto",
+        ownTransaction: true,
+      });
+      for (const stepMs of [10_000, 1]) {
+        const posts = new PostgresPostRepository(handle.db, {
+          searchBudget: BUDGET,
+          searchIndexStepMs: stepMs,
+        });
+        for (let round = 0; round < 3; round++) {
+          // Answered by the step given time enough, so long as it has it.
+          const rare = await posts.searchPage({ limit: 21, search: "very old" });
+          if (stepMs > 1) expect(rare.posts.map((post) => post.id)).toEqual(ids.slice(0, 5).reverse());
+          // More matches than the budget: the walk's page.
+          expect(await posts.searchPage({ limit: 21, search: "cluster" })).toEqual({
+            posts: [],
+            resumeBelow: ids.at(-BUDGET),
+          });
+          // No match, every trigram in every post: the step reads them all and rechecks every
+          // post, several milliseconds. Given the time, it says there is no match below; out of
+          // time, the page is the walk's.
+          expect(await posts.searchPage({ limit: 21, search: "post post" })).toEqual(
+            stepMs > 1 ? { posts: [] } : { posts: [], resumeBelow: ids.at(-BUDGET) },
+          );
+          expect(await settings()).toEqual(before);
+        }
+      }
+    } finally {
+      await handle.close();
     }
   }, 60_000);
 });

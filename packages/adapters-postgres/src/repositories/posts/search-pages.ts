@@ -16,10 +16,14 @@ const SQLSTATE_QUERY_CANCELED = "57014";
 /** How long the trigram step of a search page may take, by default, in milliseconds. */
 const DEFAULT_INDEX_STEP_MS = 50;
 
-/** `text` as an SQL string literal (E'…'), whatever the server's standard_conforming_strings. */
-function stringLiteral(text: string): string {
-  return `E'${text.replace(/\\/g, "\\\\").replace(/'/g, "''")}'`;
-}
+/**
+ * How long a term whose trigram step ran out of time goes without one, in milliseconds, and how
+ * many such terms are remembered. What makes a step run out of time is the length of the posting
+ * lists of the term's trigrams over the whole table, the same below any cursor: the term's next
+ * pages would only pay the step's time again (bench/RESULTS.md).
+ */
+const OUT_OF_TIME_MS = 60_000;
+const OUT_OF_TIME_TERMS = 1000;
 
 /** The values of one search page statement. */
 interface SearchValues {
@@ -35,8 +39,44 @@ interface SearchValues {
 type SearchRow = { readonly scanned: null } & PostRow;
 type ScanRow = { readonly scanned: number | string; readonly id: number | string | null };
 
-/** The statements of one page size, by `beforeId`, then `authorId`. */
+/** The statements of one page size and budget, by `beforeId`, then `authorId`. */
 type SizeStatements = Variants<Variants<PreparedStatement<SearchValues, SearchRow | ScanRow>>>;
+
+/** The values of the trigram step. */
+interface StepValues {
+  readonly pattern: string;
+  readonly below: number;
+  readonly wanted: number;
+  readonly authorId?: number;
+}
+
+/** A row of the trigram step: a match, and how many matches the step found (at most budget + 1). */
+type StepRow = PostRow & { readonly found: number | string };
+
+/** What one walk found: its matches, and the oldest post it read while older ones remain unread. */
+interface Walked {
+  readonly posts: Post[];
+  /** Absent when the walk read every post below its start (there is nothing older to read). */
+  readonly stoppedAt?: number;
+}
+
+/**
+ * The first walk of a page that may take the trigram step reads this share of the budget (one
+ * tenth: 300 posts of 3,000): enough for a page of a term in one post in 15 or more, little for a
+ * rare term, whose page the step then fills without the rest of the walk (bench/RESULTS.md).
+ */
+const FIRST_WALK_SHARE = 10;
+
+/**
+ * Whether the trigram step should come before the rest of the walk, given that the first walk
+ * found `found` matches among `read` posts and stopped at id `below`: when as many matches among
+ * every post below (at most `below - 1` of them, ids being positive and distinct) leave at most
+ * `budget`, the most the step keeps. A term that dense would make the step give up, and most
+ * likely fills its page within the rest of the walk, as before.
+ */
+export function stepBeforeWalk(found: number, read: number, below: number, budget: number): boolean {
+  return found * (below - 1) <= budget * read;
+}
 
 /**
  * Search pages of bounded work (`PostRepository.searchPage`), in two steps.
@@ -54,6 +94,15 @@ type SizeStatements = Variants<Variants<PreparedStatement<SearchValues, SearchRo
  * `#fromTheIndex`). A rare term's page is then full, or its last, however old its matches;
  * otherwise the page ends where the walk stopped and the next one walks on.
  *
+ * The order, for a page that may take the step: a first walk of a tenth of the budget, which
+ * fills the page of any common term; then, for a term that looks rare by what that walk found
+ * (`stepBeforeWalk`), the step, and the rest of the walk only when the step gives up; for a
+ * denser term the rest of the walk, then the step only when the page is still short. Either
+ * way a page reads at most `budget` posts and takes the step at most once, and answers what the
+ * walk of the whole budget followed by the step would. Elsewhere (PGlite, a term of one or two
+ * characters, no step time) a page is one walk of the whole budget, and so for a term whose step
+ * ran out of time in the last minute.
+ *
  * Why not the trigram indexes alone, as `listPage` searches: a bitmap of a term reads the posting
  * lists of all its trigrams over the whole table, so its cost follows how common the term's
  * trigrams are, not the page (half a second for a term whose trigrams are in every post; more for
@@ -69,10 +118,14 @@ export class SearchPages {
   readonly #run: RunStatement | undefined;
   readonly #budget: number;
   readonly #cache: PostCache | undefined;
-  readonly #forLimit = new Map<number, SizeStatements>();
+  /** By budget, then page size. */
+  readonly #forBudget = new Map<number, Map<number, SizeStatements>>();
   /** Whether `db` is a server's pool (createPostgresDatabase): PGlite pages only walk. */
   readonly #onServer: boolean;
   readonly #indexStepMs: number;
+  /** Terms whose step ran out of time, with when they may take it again, oldest first. */
+  readonly #outOfTime = new Map<string, number>();
+  #stepStatements: Variants<PreparedStatement<StepValues, StepRow>> | undefined;
 
   /**
    * `budget`: the most posts one page reads, a positive integer. `run`: where the statements go
@@ -102,8 +155,49 @@ export class SearchPages {
 
   /** `PostRepository.searchPage`. */
   async page(query: SearchPageQuery): Promise<SearchPageRead> {
-    const { limit, beforeId, authorId, search } = query;
-    const statement = this.#statements(limit)[variant(beforeId)][variant(authorId)];
+    const { limit } = query;
+    const budget = this.#budget;
+    const stepping =
+      this.#onServer &&
+      this.#indexStepMs > 0 &&
+      [...query.search].length >= 3 &&
+      !this.#ranOutOfTime(query.search);
+    const firstBudget = stepping ? Math.ceil(budget / FIRST_WALK_SHARE) : budget;
+    const first = await this.#walk(query, firstBudget, limit);
+    let posts = first.posts;
+    if (posts.length >= limit || first.stoppedAt === undefined) return { posts };
+    if (!stepping) return { posts, resumeBelow: first.stoppedAt };
+    let below = first.stoppedAt;
+    if (firstBudget < budget) {
+      const stepFirst = stepBeforeWalk(posts.length, firstBudget, below, budget);
+      if (stepFirst) {
+        const older = await this.#fromTheIndex(query, below, limit - posts.length);
+        // Every match below where the walk stopped is known: the page is full, or the search is over.
+        if (older !== undefined) return { posts: [...posts, ...older] };
+      }
+      const rest = await this.#walk(
+        { ...query, beforeId: below },
+        budget - firstBudget,
+        limit - posts.length,
+      );
+      posts = [...posts, ...rest.posts];
+      if (posts.length >= limit || rest.stoppedAt === undefined) return { posts };
+      // The step gave up already: once a page.
+      if (stepFirst) return { posts, resumeBelow: rest.stoppedAt };
+      below = rest.stoppedAt;
+    }
+    const older = await this.#fromTheIndex(query, below, limit - posts.length);
+    if (older === undefined) return { posts, resumeBelow: below };
+    return { posts: [...posts, ...older] };
+  }
+
+  /**
+   * One walk: the matches among the `budget` newest posts below `query.beforeId`, up to `limit`,
+   * and where it stopped when it read its whole budget (older posts may remain).
+   */
+  async #walk(query: SearchPageQuery, budget: number, limit: number): Promise<Walked> {
+    const { beforeId, authorId, search } = query;
+    const statement = this.#statements(budget, limit)[variant(beforeId)][variant(authorId)];
     const rows = await statement({
       pattern: containsPattern(search),
       ...(beforeId === undefined ? {} : { beforeId }),
@@ -115,91 +209,135 @@ export class SearchPages {
       if (row.scanned === null) posts.push(this.#post(row as SearchRow));
       else scan = row as ScanRow;
     }
-    if (posts.length >= limit || scan === undefined || scan.id === null) return { posts };
-    // Fewer posts read than the budget: the page reached the oldest post there is.
-    if (Number(scan.scanned) < this.#budget) return { posts };
-    const stoppedAt = parseInt8(scan.id);
-    const older = await this.#fromTheIndex(query, stoppedAt, limit - posts.length);
-    if (older === undefined) return { posts, resumeBelow: stoppedAt };
-    // Every match below where the walk stopped is known: the page is full, or the search is over.
-    return { posts: [...posts, ...older] };
+    // Fewer posts read than the budget: the walk reached the oldest post there is.
+    if (scan === undefined || scan.id === null || Number(scan.scanned) < budget) return { posts };
+    return { posts, stoppedAt: parseInt8(scan.id) };
   }
 
   /**
-   * The trigram step, for a term of three or more characters whose walk ran out of budget: the
+   * The trigram step (on a server, for a term of three or more characters: `page` decides): the
    * newest `wanted` matches below `below` from the trigram indexes' bitmap, when there are at most
    * `budget` of them (all are then known, and a rare term's page is full however old its matches);
    * `undefined` when there are more, or when the bitmap alone would take longer than the step's
    * time (a term whose trigrams are all common reads their posting lists over the whole table,
-   * whatever it matches: PostgreSQL can only be stopped by a statement timeout there). The
-   * statement goes as one text with its settings (`SET LOCAL` lasts for that text only), values
-   * written as literals, since a text of several statements takes no parameters. It runs on the
-   * database's own pool (a connection of its own, see below), not through `run`.
+   * whatever it matches: PostgreSQL can only be stopped by a statement timeout there).
+   *
+   * One transaction on one connection of the database's own pool, not through `run`: its settings
+   * (`SET LOCAL`, sent with `BEGIN` in one text), the step as a named statement, then `ROLLBACK`
+   * and `SELECT 1` in one text. A timeout that fires as the step ends stays pending in the server
+   * and cancels the next statement on that connection (seen under load, a few in a thousand),
+   * which must be one of these rather than another request's; should it cancel the `ROLLBACK`,
+   * a second one ends the transaction.
    */
   async #fromTheIndex(query: SearchPageQuery, below: number, wanted: number): Promise<Post[] | undefined> {
-    if (!this.#onServer || this.#indexStepMs === 0 || [...query.search].length < 3) return undefined;
-    const pattern = stringLiteral(containsPattern(query.search));
-    const byAuthor = query.authorId === undefined ? "" : `AND user_id = ${Math.trunc(query.authorId)}`;
-    // `id + 0` and the settings leave the bitmap as the only plan: a walk of the primary key
-    // filtered row by row is what this step exists to avoid. The index is matched in the
-    // database's collation, which it was built in, and each candidate again in "C", as the walk.
-    const text = `SET LOCAL statement_timeout = ${this.#indexStepMs};
-      SET LOCAL enable_seqscan = off; SET LOCAL enable_indexscan = off;
-      SELECT c.id, c.title, c.content, c.created_at, c.updated_at, c.user_id AS author_id,
-             (SELECT u.email FROM users u WHERE u.id = c.user_id) AS author_email, c.found
-        FROM (SELECT m.*, count(*) OVER () AS found
-                FROM (SELECT id, title, content, created_at, updated_at, user_id FROM posts
-                       WHERE id + 0 < ${Math.trunc(below)} ${byAuthor}
-                         AND (title ILIKE ${pattern} ESCAPE E'\\\\' OR content ILIKE ${pattern} ESCAPE E'\\\\')
-                         AND (title COLLATE "C" ILIKE ${pattern} ESCAPE E'\\\\'
-                              OR content COLLATE "C" ILIKE ${pattern} ESCAPE E'\\\\')
-                       LIMIT ${this.#budget + 1}) m) c
-       ORDER BY c.id DESC
-       LIMIT ${Math.trunc(wanted)}`;
-    type Row = PostRow & { found: number | string };
-    const timedOut = (error: unknown) => {
-      if (sqlStateOf(error) !== SQLSTATE_QUERY_CANCELED) throw error;
-      return undefined;
+    const { authorId } = query;
+    const step = this.#steps()[variant(authorId)];
+    const values = {
+      pattern: containsPattern(query.search),
+      below,
+      wanted,
+      ...(authorId === undefined ? {} : { authorId }),
     };
-    // One connection for the step and a statement after it: a timeout that fires as the step
-    // ends stays pending in the server and cancels the next statement on that connection (seen
-    // under load, a few in a thousand), which must be this one rather than another request's.
     const rows = await this.#db.connection().execute(async (connection) => {
-      const found = await sql
-        .raw<Row>(text)
+      await sql
+        .raw(
+          `BEGIN; SET LOCAL statement_timeout = ${this.#indexStepMs};
+           SET LOCAL enable_seqscan = off; SET LOCAL enable_indexscan = off;
+           SET LOCAL plan_cache_mode = force_generic_plan`,
+        )
+        .execute(connection);
+      let outcome: { readonly rows: StepRow[] } | { readonly error: unknown };
+      try {
+        outcome = { rows: await step(values, connection) };
+      } catch (error) {
+        outcome = { error };
+      }
+      await sql
+        .raw("ROLLBACK; SELECT 1")
         .execute(connection)
-        .then((result) => result.rows, timedOut);
-      await sql`SELECT 1`.execute(connection).catch(timedOut);
-      return found;
+        .catch(async (error: unknown) => {
+          if (sqlStateOf(error) !== SQLSTATE_QUERY_CANCELED) throw error;
+          await sql.raw("ROLLBACK").execute(connection);
+        });
+      if ("rows" in outcome) return outcome.rows;
+      if (sqlStateOf(outcome.error) !== SQLSTATE_QUERY_CANCELED) throw outcome.error;
+      this.#outOfTime.delete(query.search);
+      this.#outOfTime.set(query.search, Date.now() + OUT_OF_TIME_MS);
+      if (this.#outOfTime.size > OUT_OF_TIME_TERMS)
+        this.#outOfTime.delete(this.#outOfTime.keys().next().value as string);
+      return undefined;
     });
     if (rows === undefined) return undefined;
     if (rows.length > 0 && Number(rows[0]?.found) > this.#budget) return undefined;
     return rows.map((row) => this.#post(row));
   }
 
+  #steps(): Variants<PreparedStatement<StepValues, StepRow>> {
+    this.#stepStatements ??= bothVariants((byAuthor) => this.#step(byAuthor));
+    return this.#stepStatements;
+  }
+
+  // `id + 0` and the settings leave the bitmap as the only plan: a walk of the primary key
+  // filtered row by row is what the step exists to avoid. With them, the plan made without the
+  // values (`force_generic_plan`) is the one made for any term (bench/RESULTS.md), and a named
+  // statement keeps it: no planning per page. The index is matched in the database's collation,
+  // which it was built in, and each candidate again in "C", as the walk.
+  #step(byAuthor: boolean) {
+    const db = this.#db;
+    return prepare(db, (p: Required<StepValues>) => {
+      const author = byAuthor ? sql`AND user_id = ${p.authorId}` : sql``;
+      return sql<StepRow>`
+        SELECT c.id, c.title, c.content, c.created_at, c.updated_at, c.user_id AS author_id,
+               (SELECT u.email FROM users u WHERE u.id = c.user_id) AS author_email, c.found
+          FROM (SELECT m.*, count(*) OVER () AS found
+                  FROM (SELECT id, title, content, created_at, updated_at, user_id FROM posts
+                         WHERE id + 0 < ${p.below} ${author}
+                           AND (title ILIKE ${p.pattern} ESCAPE '\\' OR content ILIKE ${p.pattern} ESCAPE '\\')
+                           AND (title COLLATE "C" ILIKE ${p.pattern} ESCAPE '\\'
+                                OR content COLLATE "C" ILIKE ${p.pattern} ESCAPE '\\')
+                         LIMIT ${sql.lit(this.#budget + 1)}) m) c
+         ORDER BY c.id DESC
+         LIMIT ${p.wanted}`.compile(db);
+    });
+  }
+
+  /** Whether `search`'s step ran out of time within the last `OUT_OF_TIME_MS`. */
+  #ranOutOfTime(search: string): boolean {
+    const until = this.#outOfTime.get(search);
+    if (until === undefined) return false;
+    if (until > Date.now()) return true;
+    this.#outOfTime.delete(search);
+    return false;
+  }
+
   #post(row: PostRow): Post {
     return this.#cache?.peek(parseInt8(row.id), row.updated_at.getTime()) ?? toPost(row);
   }
 
-  #statements(limit: number): SizeStatements {
+  #statements(budget: number, limit: number): SizeStatements {
     if (!(Number.isSafeInteger(limit) && limit >= 1 && limit <= MAX_PAGE_SIZE + 1)) {
       throw new RangeError(`a search page holds 1 to ${MAX_PAGE_SIZE + 1} posts`);
     }
-    let statements = this.#forLimit.get(limit);
+    let forLimit = this.#forBudget.get(budget);
+    if (forLimit === undefined) {
+      forLimit = new Map();
+      this.#forBudget.set(budget, forLimit);
+    }
+    let statements = forLimit.get(limit);
     if (statements === undefined) {
       statements = bothVariants((before) =>
-        bothVariants((byAuthor) => this.#statement(limit, before, byAuthor)),
+        bothVariants((byAuthor) => this.#statement(budget, limit, before, byAuthor)),
       );
-      this.#forLimit.set(limit, statements);
+      forLimit.set(limit, statements);
     }
     return statements;
   }
 
   // The limit and the budget are written into the statement, not bound: with LIMIT $n
   // PostgreSQL cannot price a generic plan and plans afresh at every execution (bench/RESULTS.md).
-  #statement(limit: number, before: boolean, byAuthor: boolean) {
+  #statement(budget: number, limit: number, before: boolean, byAuthor: boolean) {
     const db = this.#db;
-    const budget = sql.lit(this.#budget);
+    const posts = sql.lit(budget);
     return prepare(
       db,
       (p: Required<SearchValues>) => {
@@ -209,7 +347,7 @@ export class SearchPages {
         const where = conditions.length === 0 ? sql`` : sql`WHERE ${sql.join(conditions, sql` AND `)}`;
         // The posts the page may read: the newest `budget` below the cursor.
         const read = (columns: RawBuilder<unknown>) =>
-          sql`SELECT ${columns} FROM posts ${where} ORDER BY id DESC LIMIT ${budget}`;
+          sql`SELECT ${columns} FROM posts ${where} ORDER BY id DESC LIMIT ${posts}`;
         return sql<SearchRow | ScanRow>`
           (SELECT r.id, r.title, r.content, r.created_at, r.updated_at, r.user_id AS author_id,
                   (SELECT u.email FROM users u WHERE u.id = r.user_id) AS author_email,

@@ -1,0 +1,48 @@
+import DataLoader from "dataloader";
+import { parseInt8 } from "../../connection/type-parsers.js";
+import type { PostRow } from "../post-row.js";
+import type { ReadStatements } from "./read-statements.js";
+
+// Enough for every request one turn of the event loop can bring at the service's concurrency,
+// and a statement whose array parameter stays small.
+const MAX_BATCH = 128;
+
+/**
+ * Reads of one post by id, coalesced: the lookups that arrive in one turn of the event loop go
+ * to the database as one statement (`id = ANY($1)`), a lone one as the plain lookup by id.
+ *
+ * Why: a GET of one post is a statement of its own per request, and PostgreSQL's fixed cost per
+ * statement (its round trip, parse of the message, executor start-up and the protocol's own
+ * messages on both sides) outweighs the index lookup itself; under concurrent reads one
+ * statement serves many (bench/RESULTS.md, "GET one: concurrent reads served by one statement").
+ * Nothing is cached: each lookup's statement is sent after the lookup was asked for, so it sees
+ * every change committed before then, as a statement of its own would.
+ *
+ * Written with `dataloader` (the usual batching library); its per-tick schedule would batch only
+ * the lookups of one callback, and each request arrives in a callback of its own, so the batch is
+ * scheduled with `setImmediate`: after every I/O callback of the loop's current turn.
+ */
+export class PostLookups {
+  readonly #loader: DataLoader<number, PostRow | undefined>;
+
+  constructor(reads: ReadStatements) {
+    this.#loader = new DataLoader<number, PostRow | undefined>(
+      async (ids) => {
+        if (ids.length === 1) {
+          const [row] = await reads.findById({ id: ids[0] as number });
+          return [row];
+        }
+        const rows = await reads.byIds({ ids });
+        const byId = new Map<number, PostRow>();
+        for (const row of rows) byId.set(parseInt8(row.id), row);
+        return ids.map((id) => byId.get(id));
+      },
+      { cache: false, maxBatchSize: MAX_BATCH, batchScheduleFn: (callback) => setImmediate(callback) },
+    );
+  }
+
+  /** The post's row as of a statement sent after this call, or undefined when there is none. */
+  find(id: number): Promise<PostRow | undefined> {
+    return this.#loader.load(id);
+  }
+}
