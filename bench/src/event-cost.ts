@@ -1,26 +1,41 @@
 /**
  * `pnpm bench:events`: what change events cost writes, and how fast they travel. Starts the built
  * service on a database of its own on DATABASE_URL's server (default
- * postgres://postgres@127.0.0.1:5432/postgres) and measures, each for WINDOW_MS (default 15000)
- * with CLIENTS concurrent clients (default 16): POSTs per second and PATCHes per second with
- * events on, then with the triggers that write them disabled (events off, the service unchanged),
- * then on again; then the delay from each of DELAYS (default 300) sequential POSTs' response to its
- * event on an open stream (p50, p99); then how many events per second one stream reader gets
- * when it resumes from the start of everything written. Prints JSON; bench/RESULTS.md keeps it.
+ * postgres://postgres@127.0.0.1:5432/postgres), relaying to a NATS server of the bench's own
+ * (`nats-server -js` on port 42321, when the machine has one and NATS is not `off`), and measures:
+ *
+ * - POSTs and PATCHes per second from CLIENTS concurrent clients (default 16) with events on and
+ *   with the triggers that write them disabled (events off, the service unchanged), in ROUNDS
+ *   rounds (default 6) of SLICE_MS slices (default 3000) that alternate on/off and off/on, so both
+ *   see the same machine; the ratio on/off is taken per round, then its median, as `pnpm bench`
+ *   does for its servers;
+ * - the delay from each of DELAYS (default 300) sequential POSTs' response to its event on an open
+ *   Server-Sent Events stream and in the JetStream stream (p50, p99);
+ * - how many events per second one stream reader gets when it resumes from the start.
+ *
+ * Prints JSON; bench/RESULTS.md keeps it.
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
+import { DeliverPolicy, jetstream, jetstreamManager } from "@nats-io/jetstream";
+import { connect as connectNats } from "@nats-io/transport-node";
+import { natsServerAvailable, startNatsServer, type TestNatsServer } from "@posts/adapters-nats/testing";
 import pg from "pg";
 import { recreateDatabase, withDatabase } from "./load/database.js";
+import { median } from "./measure/stats.js";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 const SERVER = process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
 const DATABASE = "posts_bench_events";
-const WINDOW_MS = Number(process.env.WINDOW_MS ?? "15000");
+const ROUNDS = Number(process.env.ROUNDS ?? "6");
+const SLICE_MS = Number(process.env.SLICE_MS ?? "3000");
 const CLIENTS = Number(process.env.CLIENTS ?? "16");
 const DELAYS = Number(process.env.DELAYS ?? "300");
+// The bench's own NATS server: a port no test uses (their servers take 42301–42309).
+const NATS_PORT = 42321;
+const WITH_NATS = process.env.NATS !== "off" && natsServerAvailable();
 
 function startService(env: Record<string, string>): Promise<{ child: ChildProcess; base: string }> {
   const child = spawn(process.execPath, ["packages/app/dist/main.js"], {
@@ -62,9 +77,9 @@ async function createPost(base: string, token: string, title: string): Promise<n
   return Number(response.headers.get("location")?.split("/").at(-1));
 }
 
-/** Requests per second of `request` from CLIENTS loops over WINDOW_MS. */
+/** Requests per second of `request` from CLIENTS loops over SLICE_MS. */
 async function throughput(request: (client: number, i: number) => Promise<void>): Promise<number> {
-  const deadline = Date.now() + WINDOW_MS;
+  const deadline = Date.now() + SLICE_MS;
   let done = 0;
   await Promise.all(
     Array.from({ length: CLIENTS }, async (_, client) => {
@@ -74,18 +89,16 @@ async function throughput(request: (client: number, i: number) => Promise<void>)
       }
     }),
   );
-  return +(done / (WINDOW_MS / 1000)).toFixed(1);
+  return +(done / (SLICE_MS / 1000)).toFixed(1);
 }
 
-async function writes(base: string, tokens: readonly string[], label: string) {
-  const posts = await throughput(async (client, i) => {
+/** POSTs per second, then PATCHes per second of each client's post in `patched`, one slice each. */
+async function writes(base: string, tokens: readonly string[], patched: readonly number[], label: string) {
+  const postsPerSecond = await throughput(async (client, i) => {
     await createPost(base, tokens[client] as string, `${label} ${client}-${i}`);
   });
-  const ids = await Promise.all(
-    tokens.map((token, client) => createPost(base, token, `${label} patched ${client}`)),
-  );
-  const patches = await throughput(async (client, i) => {
-    const response = await fetch(`${base}/api/v1/posts/${ids[client]}`, {
+  const patchesPerSecond = await throughput(async (client, i) => {
+    const response = await fetch(`${base}/api/v1/posts/${patched[client]}`, {
       method: "PATCH",
       headers: json(tokens[client]),
       body: JSON.stringify({ title: `${label} v${i}` }),
@@ -93,7 +106,41 @@ async function writes(base: string, tokens: readonly string[], label: string) {
     await response.arrayBuffer();
     if (response.status !== 200) throw new Error(`PATCH answered ${response.status}`);
   });
-  return { postsPerSecond: posts, patchesPerSecond: patches };
+  return { postsPerSecond, patchesPerSecond };
+}
+
+async function setEvents(admin: pg.Client, on: boolean): Promise<void> {
+  const verb = on ? "ENABLE" : "DISABLE";
+  await admin.query(`ALTER TABLE posts ${verb} TRIGGER posts_record_insert_delete`);
+  await admin.query(`ALTER TABLE posts ${verb} TRIGGER posts_record_update`);
+}
+
+/** Arrival times of the JetStream stream's events by post id, from an ordered consumer of new messages. */
+async function natsReader(url: string) {
+  const connection = await connectNats({ servers: url });
+  const manager = await jetstreamManager(connection);
+  // The relay creates the stream when it first publishes; the delays are measured after that.
+  for (let tries = 0; !(await manager.streams.names().next()).includes("POSTS"); tries++) {
+    if (tries > 200) throw new Error("the relay made no stream POSTS in 20 s");
+    await sleep(100);
+  }
+  const consumer = await jetstream(connection).consumers.get("POSTS", { deliver_policy: DeliverPolicy.New });
+  const messages = await consumer.consume();
+  const arrivals = new Map<string, number>();
+  const reading = (async () => {
+    for await (const message of messages) {
+      const subject = (message.json() as { subject?: string }).subject;
+      if (subject !== undefined) arrivals.set(subject, Date.now());
+    }
+  })();
+  return {
+    arrivals,
+    close: async () => {
+      await messages.close();
+      await reading;
+      await connection.close();
+    },
+  };
 }
 
 const percentile = (sorted: readonly number[], p: number) =>
@@ -147,36 +194,66 @@ function streamReader(url: string, headers: Record<string, string>) {
 async function main() {
   await recreateDatabase(SERVER, DATABASE);
   const url = withDatabase(SERVER, DATABASE);
+  const nats: TestNatsServer | undefined = WITH_NATS ? await startNatsServer(NATS_PORT) : undefined;
   const { child, base } = await startService({
     DATABASE_URL: url,
     JWT_SECRET: randomBytes(48).toString("base64url"),
     LOGIN_THROTTLE_MAX: "100000",
+    ...(nats === undefined ? {} : { NATS_URL: nats.url }),
   });
   const admin = new pg.Client({ connectionString: url });
   await admin.connect();
   try {
     const tokens = await Promise.all(Array.from({ length: CLIENTS }, () => signUp(base)));
-    await writes(base, tokens, "warm-up");
-    const on = await writes(base, tokens, "on");
-    await admin.query("ALTER TABLE posts DISABLE TRIGGER posts_record_insert_delete");
-    await admin.query("ALTER TABLE posts DISABLE TRIGGER posts_record_update");
-    const off = await writes(base, tokens, "off");
-    await admin.query("ALTER TABLE posts ENABLE TRIGGER posts_record_insert_delete");
-    await admin.query("ALTER TABLE posts ENABLE TRIGGER posts_record_update");
-    // On again, so that a table grown by the windows before does not favour either side.
-    const onAgain = await writes(base, tokens, "on again");
+    const patched = await Promise.all(
+      tokens.map((token, client) => createPost(base, token, `patched ${client}`)),
+    );
+    await writes(base, tokens, patched, "warm-up on");
+    await setEvents(admin, false);
+    await writes(base, tokens, patched, "warm-up off");
+    const rounds: { on: Awaited<ReturnType<typeof writes>>; off: Awaited<ReturnType<typeof writes>> }[] = [];
+    for (let round = 0; round < ROUNDS; round++) {
+      const order = round % 2 === 0 ? [true, false] : [false, true];
+      const measured: Partial<(typeof rounds)[number]> = {};
+      for (const on of order) {
+        await setEvents(admin, on);
+        measured[on ? "on" : "off"] = await writes(
+          base,
+          tokens,
+          patched,
+          `round ${round} ${on ? "on" : "off"}`,
+        );
+      }
+      rounds.push(measured as (typeof rounds)[number]);
+    }
+    await setEvents(admin, true);
+    const ratio = (pick: (w: Awaited<ReturnType<typeof writes>>) => number) =>
+      +median(rounds.map((round) => pick(round.on) / pick(round.off))).toFixed(3);
 
     const stream = streamReader(`${base}/api/v1/posts/events`, {});
+    const inNats = nats === undefined ? undefined : await natsReader(nats.url);
     await sleep(500);
-    const delays: number[] = [];
+    const toFeed: number[] = [];
+    const toNats: number[] = [];
     for (let i = 0; i < DELAYS; i++) {
       const id = String(await createPost(base, tokens[0] as string, `delay ${i}`));
       const answered = Date.now();
-      while (!stream.arrivals.has(id) && Date.now() - answered < 10_000) await sleep(1);
-      delays.push((stream.arrivals.get(id) ?? Number.NaN) - answered);
+      const arrived = () => stream.arrivals.has(id) && (inNats === undefined || inNats.arrivals.has(id));
+      while (!arrived() && Date.now() - answered < 10_000) await sleep(1);
+      toFeed.push((stream.arrivals.get(id) ?? Number.NaN) - answered);
+      if (inNats !== undefined) toNats.push((inNats.arrivals.get(id) ?? Number.NaN) - answered);
     }
     await stream.close();
-    delays.sort((a, b) => a - b);
+    await inNats?.close();
+    const summary = (delays: number[]) => {
+      delays.sort((a, b) => a - b);
+      return {
+        samples: delays.length,
+        p50: percentile(delays, 50),
+        p99: percentile(delays, 99),
+        max: delays.at(-1),
+      };
+    };
 
     const { rows } = await admin.query<{ last: string }>("SELECT max(number) AS last FROM post_events");
     const total = Number(rows[0]?.last);
@@ -190,22 +267,16 @@ async function main() {
       JSON.stringify(
         {
           clients: CLIENTS,
-          windowMs: WINDOW_MS,
-          eventsOn: on,
-          eventsOff: off,
-          eventsOnAgain: onAgain,
-          ratio: {
-            posts: +((on.postsPerSecond + onAgain.postsPerSecond) / 2 / off.postsPerSecond).toFixed(3),
-            patches: +((on.patchesPerSecond + onAgain.patchesPerSecond) / 2 / off.patchesPerSecond).toFixed(
-              3,
-            ),
+          rounds: ROUNDS,
+          sliceMs: SLICE_MS,
+          natsRelay: nats !== undefined,
+          ratioOnOff: {
+            posts: ratio((w) => w.postsPerSecond),
+            patches: ratio((w) => w.patchesPerSecond),
           },
-          delayResponseToStreamMs: {
-            samples: delays.length,
-            p50: percentile(delays, 50),
-            p99: percentile(delays, 99),
-            max: delays.at(-1),
-          },
+          perRound: rounds,
+          delayResponseToFeedMs: summary(toFeed),
+          delayResponseToJetStreamMs: inNats === undefined ? null : summary(toNats),
           oneReader: {
             events: reader.count(),
             seconds,
@@ -220,6 +291,7 @@ async function main() {
     await admin.end();
     child.kill("SIGTERM");
     await new Promise((resolve) => child.once("exit", resolve));
+    await nats?.close();
   }
 }
 

@@ -21,6 +21,7 @@ import {
   BASELINE_MAIN,
   EXPRESS_MAIN,
   HASH_SOURCE_EMAIL,
+  keep,
   log,
   logFile,
   makeFixture,
@@ -140,7 +141,8 @@ async function runPostgres(options: Options) {
 /**
  * `--search-only`: the service alone on the seeded database, asked for the search pages of the
  * population of terms `searchPopulation` draws, 4 requests at a time (a page's own cost, not a
- * queue's); prints the latency distribution per class of term and the targets of issue 20.
+ * queue's); prints the latency distribution per class of term and the targets of issue 20, and
+ * keeps the timings and their chart in bench/results/.
  */
 async function runSearchPages(options: Options, env: NodeJS.ProcessEnv, client: pg.Client): Promise<void> {
   const service = await startServer("service", [SERVICE_MAIN], env, logFile("service-search"));
@@ -153,12 +155,15 @@ async function runSearchPages(options: Options, env: NodeJS.ProcessEnv, client: 
     const started = performance.now();
     const timings = await measureSearchPages(service.url, terms, options.posts, 4);
     const load = `load average ${(os.loadavg()[0] ?? 0).toFixed(2)}`;
+    const heading = "Search pages on PostgreSQL";
+    const date = new Date().toISOString();
     console.log(
-      `\n## Search pages on PostgreSQL\n\n${new Date().toISOString()} · node ${process.version} · ` +
+      `\n## ${heading}\n\n${date} · node ${process.version} · ` +
         `${os.cpus().length} CPUs · ${options.posts} posts · ${terms.length} terms, 4 at a time · ` +
         `measured in ${since(started)}, ${load}\n`,
     );
     console.log(renderSearchPages(timings));
+    await keep({ heading, date, options, node: process.version, searchPages: timings });
   } finally {
     await service.stop();
   }

@@ -12,14 +12,15 @@
  * SOAK_DURATION_MS (100000), SOAK_RESTARTS (1), SOAK_RESTART_AT_MS (40000; with several restarts
  * they are spread evenly instead), SOAK_DOWN_MS (5000), SOAK_CLIENTS (8), SOAK_THINK_MS (0: each client's
  * pause after each answer, to keep a long run's load moderate), SOAK_HEAP_SNAPSHOTS
- * ("1": heap snapshots after the warm-up and at the end of the load).
+ * ("1": heap snapshots after the warm-up and at the end of the load), SOAK_STANDBY_URL (a hot
+ * standby of the cluster the service then reads through; unset: none).
  *
  * The service runs with its inspector on a loopback port the kernel picks: the soak forces full
  * collections through it to read the heap a leak would raise (see soak/heap-probe.ts).
  */
 import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { createReadStream, createWriteStream, mkdirSync, writeFileSync } from "node:fs";
+import { createReadStream, createWriteStream, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { cpus, release, totalmem } from "node:os";
 import { createInterface } from "node:readline";
 import type { Readable } from "node:stream";
@@ -30,11 +31,12 @@ import pg from "pg";
 import { recreateDatabase, withDatabase } from "./load/database.js";
 import { freePorts, residentBytes } from "./servers/server-process.js";
 import { HeapProbe, inspectorUrl } from "./soak/heap-probe.js";
-import { metricValue } from "./soak/service-metrics.js";
+import { metricSum, metricValue } from "./soak/service-metrics.js";
 import {
-  afterWarmUp,
   analyzeLoad,
+  CATCH_UP_MS,
   type CollectedHeapReading,
+  judgedFrom,
   LEAK_BOUNDS,
   leakVerdict,
   type MemorySample,
@@ -42,7 +44,7 @@ import {
   type Pause,
 } from "./soak/soak-analysis.js";
 import { memoryChartSvg } from "./soak/soak-chart.js";
-import type { LoadSettings, LoadWorker, RequestRecord } from "./soak/soak-load.js";
+import type { FeedObservation, LoadSettings, LoadWorker, RequestRecord } from "./soak/soak-load.js";
 import { type CheckVerdict, keptNotes, type SoakResult, soakReport } from "./soak/soak-report.js";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
@@ -60,6 +62,11 @@ const settings = {
   clients: Number(env("SOAK_CLIENTS", "8")),
   thinkMs: Number(env("SOAK_THINK_MS", "0")),
   postsPerClient: 5,
+  /**
+   * A hot standby of the cluster (its server, any database): the service reads through it
+   * (DATABASE_READ_URLS, on the soak's database). Unset: every statement on the primary.
+   */
+  standbyUrl: env("SOAK_STANDBY_URL", ""),
   /** Heap snapshots (after the warm-up and at the end) into bench/results/, for a comparison by constructor. */
   snapshots: env("SOAK_HEAP_SNAPSHOTS", "0") === "1",
 };
@@ -73,13 +80,25 @@ const SERVICE_ENV = {
   DB_STARTUP_TIMEOUT_MS: "30000",
   GRACE_PERIOD_MS: "10000",
   LOG_LEVEL: "warn",
+  // The memory check needs the bound to tell when the cache is full (soak-analysis judgedFrom).
+  POST_CACHE_MAX_BYTES: String(36 * 2 ** 20),
 };
+const CACHE_BOUND_BYTES = Number(SERVICE_ENV.POST_CACHE_MAX_BYTES);
 const REPORT = `${ROOT}bench/SOAK.md`;
 /** The memory chart the report shows, beside it. */
 const CHART = `${ROOT}bench/soak-memory.svg`;
 const REQUEST_TIMEOUT_MS = 15_000;
 const BURST = 60;
 const mib = (bytes: number) => `${(bytes / 2 ** 20).toFixed(1)} MiB`;
+/** Where the memory check's judged readings started, and why, in minutes into the run. */
+const warmUpText = (leak: ReturnType<typeof leakVerdict>, start: number) => {
+  const minutes = (at: number) => `${((at - start) / 60_000).toFixed(1)} min`;
+  const full =
+    leak.window.cacheFullAt === undefined
+      ? "the post cache never reached its bound"
+      : `the post cache reached its bound at ${minutes(leak.window.cacheFullAt)}`;
+  return `from ${minutes(leak.window.from)}, by ${leak.window.rule}; ${full}`;
+};
 /** A check's verdict from a condition that must hold. */
 const holds = (condition: boolean): CheckVerdict => (condition ? "pass" : "fail");
 
@@ -114,6 +133,9 @@ async function startService(port: number, databaseUrl: string, logFile: string) 
         DATABASE_URL: databaseUrl,
         JWT_SECRET: randomBytes(48).toString("base64"),
         ...SERVICE_ENV,
+        ...(settings.standbyUrl === ""
+          ? {}
+          : { DATABASE_READ_URLS: withDatabase(settings.standbyUrl, DATABASE) }),
       },
       stdio: ["ignore", "pipe", "pipe"],
     },
@@ -278,6 +300,7 @@ async function soakAgainst(
   files: { readonly databaseUrl: string; readonly recordsFile: string; readonly stamp: string },
 ): Promise<number> {
   const { databaseUrl, recordsFile, stamp } = files;
+  const feedFile = `${RESULTS}/soak-${stamp}.feed.json`;
   const workers = await prepareClients(service.url);
 
   const samples: MemorySample[] = [];
@@ -311,9 +334,24 @@ async function soakAgainst(
     pauses.push({ from, to: Date.now() });
     log(`heap snapshot ${name}: ${file} (${Date.now() - from} ms)`);
   };
+  // The warm snapshot is taken where the judged readings start: after a fifth of the run, or twice
+  // the time the post cache took to reach its bound (judgedFrom); when the cache is not full by
+  // the middle of the run, at the middle.
   const warmSnapshot = (async () => {
-    await sleep(settings.durationMs * LEAK_BOUNDS.warmUpShare);
-    await snapshot("warm");
+    const started = Date.now();
+    for (;;) {
+      await sleep(2_000);
+      const window = judgedFrom(collected, LEAK_BOUNDS, CACHE_BOUND_BYTES);
+      const share = started + settings.durationMs * LEAK_BOUNDS.warmUpShare;
+      const target =
+        window.cacheFullAt === undefined
+          ? Date.now() > started + settings.durationMs / 2
+            ? Date.now()
+            : Number.POSITIVE_INFINITY
+          : Math.max(share, started + (window.cacheFullAt - started) * LEAK_BOUNDS.settleFactor);
+      if (Date.now() >= target || Date.now() >= started + settings.durationMs) break;
+    }
+    if (Date.now() < started + settings.durationMs) await snapshot("warm");
   })();
   log(
     `load for ${settings.durationMs} ms from ${settings.clients} clients; restarts at ${RESTART_SCHEDULE.join(", ")} ms`,
@@ -325,6 +363,7 @@ async function soakAgainst(
     outFile: recordsFile,
     requestTimeoutMs: REQUEST_TIMEOUT_MS,
     thinkMs: settings.thinkMs,
+    feedFile,
   });
   const loadStartedAt = Date.now();
   const restarts = (async () => {
@@ -344,6 +383,19 @@ async function soakAgainst(
   for await (const line of createInterface({ input: createReadStream(recordsFile) }))
     if (line !== "") records.push(JSON.parse(line) as RequestRecord);
   const analysis = analyzeLoad(records, restartTimes, pauses);
+  const feed = JSON.parse(readFileSync(feedFile, "utf8")) as FeedObservation;
+  const acknowledged = new Set(analysis.acknowledgedIds);
+  const withoutEvent = (subjects: readonly number[]) => {
+    const seen = new Set(subjects);
+    return [...acknowledged].filter((id) => !seen.has(id)).length;
+  };
+  // An open stream gets each event within a second; only an outage or a snapshot's pause may
+  // put it more than 5 s behind the pages reader, once each.
+  const lagsAllowed = restartTimes.length + pauses.length;
+  const feedCheck = {
+    streamMissing: withoutEvent(feed.stream.createdSubjects),
+    pagesMissing: withoutEvent(feed.pages.createdSubjects),
+  };
 
   // The pool must have recovered by itself: readiness, then a burst of reads and writes.
   // Status 0: no answer at all, the service is gone.
@@ -370,15 +422,23 @@ async function soakAgainst(
     ),
   );
   const writes = await checkWrites(databaseUrl, analysis.acknowledgedIds, analysis.acknowledgedUpdates);
+  const standby = {
+    reads: await metricSum(service.url, "db_standby_reads_total"),
+    fallbacks: await metricSum(service.url, "db_standby_fallback_reads_total"),
+    withoutPrimary: await metricSum(service.url, "db_standby_reads_without_primary_total"),
+  };
 
   const crashed = service.child.exitCode !== null || service.child.signalCode !== null;
   await service.probe.close().catch(() => undefined);
   const stoppingAt = Date.now();
   if (!crashed) service.child.kill("SIGTERM");
   const exit = await service.exited;
-  const rss = memoryTrend(afterWarmUp(samples, LEAK_BOUNDS.warmUpShare));
+  const leak = leakVerdict(collected, LEAK_BOUNDS, CACHE_BOUND_BYTES);
+  // RSS is judged from the same reading on, and not before the warm snapshot has ended: building
+  // the snapshot raises RSS for good (the allocator keeps the native memory it freed).
+  const rssFrom = Math.max(leak.window.from, pauses[0]?.to ?? 0);
+  const rss = memoryTrend(samples.filter((sample) => sample.at >= rssFrom));
   const heap = memoryTrend(heapSamples);
-  const leak = leakVerdict(collected);
   const burstSucceeded = burst.filter((status) => status >= 200 && status < 300).length;
   const firstStop = restartTimes[0]?.stopAt ?? 0;
 
@@ -419,6 +479,44 @@ async function soakAgainst(
       verdict: holds(analysis.retries.otherPost === 0),
       detail: `${analysis.retries.sent} keyed creates sent twice, ${analysis.retries.bothCreated} answered 201 both times, ${analysis.retries.otherPost} of them naming another post`,
     },
+    ...(settings.standbyUrl === ""
+      ? []
+      : [
+          {
+            name: "reads through the standby",
+            verdict: holds(standby.reads > 0),
+            detail: `${standby.reads} reads answered by the standby (${standby.withoutPrimary} of them while the primary did not answer), ${standby.fallbacks} by the primary instead`,
+          },
+        ]),
+    {
+      // Both followers must have seen every number once, in order, to the same last one, across the
+      // stream's resumes and the restarts; the open stream must follow live (each event reaches
+      // open streams within a second, says the README) and reach the last event by itself once the
+      // writes stop, since a resume every 5 to 30 s would otherwise hide a stream that sleeps;
+      // and there must be a post.created for every post a 201 acknowledged.
+      name: "change feed: no gap, an event for every create",
+      verdict: holds(
+        [feed.stream, feed.pages].every(
+          (follower) => follower.gaps === 0 && follower.repeats === 0 && follower.resets === 0,
+        ) &&
+          feed.stream.last === feed.pages.last &&
+          feed.stream.caughtUpMs !== undefined &&
+          feed.stream.lagsOver5s <= lagsAllowed &&
+          feed.stream.resumes > 0 &&
+          feedCheck.streamMissing === 0 &&
+          feedCheck.pagesMissing === 0,
+      ),
+      detail:
+        `stream: ${feed.stream.events} events to number ${feed.stream.last} over ${feed.stream.resumes} resumes with Last-Event-ID ` +
+        `(${feed.stream.refused} connections refused or broken), ${feed.stream.gaps} skipped, ${feed.stream.repeats} repeated, ${feed.stream.resets} resets; ` +
+        `behind the pages at most ${(feed.stream.longestLagMs / 1000).toFixed(0)} s, ${feed.stream.lagsOver5s} times over 5 s (allowed ${lagsAllowed}: one per restart or snapshot); ` +
+        (feed.stream.caughtUpMs === undefined
+          ? `after the load the open stream had not reached the last event within ${CATCH_UP_MS / 1000} s (resumed, it read the rest); `
+          : `after the load the open stream reached the last event in ${(feed.stream.caughtUpMs / 1000).toFixed(1)} s; `) +
+        `JSON pages: ${feed.pages.events} events to number ${feed.pages.last} in ${feed.pages.requests} pages (${feed.pages.refused} refused), ` +
+        `${feed.pages.gaps} skipped, ${feed.pages.repeats} repeated; of ${acknowledged.size} acknowledged creates, ` +
+        `${feedCheck.streamMissing} without a post.created on the stream, ${feedCheck.pagesMissing} in the pages`,
+    },
     {
       // The heap after forced full collections, net of what the bounded caches hold, judged after
       // the warm-up (leakVerdict); RSS is only bounded, against a native leak the heap would not show.
@@ -426,10 +524,10 @@ async function soakAgainst(
       verdict: crashed || rss.ratio >= 2 || leak.verdict === "fail" ? "fail" : leak.verdict,
       detail:
         `heap after full collections net of the post cache, median of the first and of the last quarter ` +
-        `of ${leak.readings} readings after the warm-up: ${mib(leak.baselineBytes)}, ${mib(leak.finalBytes)}; ` +
+        `of ${leak.readings} readings after the warm-up (${warmUpText(leak, collected[0]?.at ?? 0)}): ${mib(leak.baselineBytes)}, ${mib(leak.finalBytes)}; ` +
         `growth ${mib(leak.growthBytes)} (allowed ${mib(leak.allowedBytes)}; slope ${mib(leak.slopeBytesPerHour)} per hour); ` +
         `post cache ${mib(leak.cacheFirstBytes)} → ${mib(leak.cacheLastBytes)}; ` +
-        `RSS after the warm-up, last-quarter max / first-quarter max = ${rss.ratio.toFixed(2)} (bound 2)`,
+        `RSS after the warm-up and the warm snapshot, last-quarter max / first-quarter max = ${rss.ratio.toFixed(2)} (bound 2)`,
     },
     {
       name: "service survived",
@@ -464,6 +562,7 @@ async function soakAgainst(
       "PostgreSQL restarts": `${RESTART_SCHEDULE.length}, at ${RESTART_SCHEDULE.join(", ")} ms into the load`,
       "PostgreSQL down for": `${settings.downMs} ms each (plus the stop and start commands)`,
       "client timeout per request": `${REQUEST_TIMEOUT_MS} ms`,
+      "hot standby the service reads through": settings.standbyUrl === "" ? "none" : settings.standbyUrl,
       ...Object.fromEntries(Object.entries(SERVICE_ENV).map(([name, value]) => [`service ${name}`, value])),
     },
     load: analysis,
@@ -483,6 +582,10 @@ async function soakAgainst(
       {
         ...result,
         load: { ...analysis, acknowledgedIds: undefined, acknowledgedUpdates: undefined },
+        feed: {
+          stream: { ...feed.stream, createdSubjects: undefined },
+          pages: { ...feed.pages, createdSubjects: undefined },
+        },
         ...series,
         pauses,
       },

@@ -11,8 +11,9 @@ import { fileURLToPath } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
 import { HeapProbe, inspectorUrl } from "../src/soak/heap-probe.js";
 import { metricValue } from "../src/soak/service-metrics.js";
-import { type CollectedHeapReading, leakVerdict } from "../src/soak/soak-analysis.js";
+import { type CollectedHeapReading, LEAK_BOUNDS, leakVerdict } from "../src/soak/soak-analysis.js";
 
+const MIB = 2 ** 20;
 const FIXTURE = fileURLToPath(new URL("./fixtures/heap-fixture-server.mjs", import.meta.url));
 // Enough readings that the warm-up the verdict leaves out never leaves too few.
 const STEPS = 24;
@@ -27,9 +28,18 @@ const killAll = () => {
 process.once("exit", killAll);
 afterAll(killAll);
 
-/** Runs the fixture in `mode`, drives it in steps, reads its heap after each; answers the readings. */
-async function readingsOf(mode: "leak" | "cache"): Promise<CollectedHeapReading[]> {
-  const child = spawn(process.execPath, ["--inspect=127.0.0.1:0", FIXTURE, mode], {
+/** The fixture's cache bound by default: the test's 2,400 requests fill it to 14.7 MiB, never to the bound. */
+const DEFAULT_BOUND_MIB = 16;
+
+/**
+ * Runs the fixture in `mode` with its cache bounded to `boundMib`, drives it in steps, reads its
+ * heap after each; answers the readings.
+ */
+async function readingsOf(
+  mode: "leak" | "cache",
+  boundMib = DEFAULT_BOUND_MIB,
+): Promise<CollectedHeapReading[]> {
+  const child = spawn(process.execPath, ["--inspect=127.0.0.1:0", FIXTURE, mode, String(boundMib)], {
     stdio: ["ignore", "pipe", "pipe"],
   });
   children.add(child);
@@ -68,7 +78,8 @@ async function readingsOf(mode: "leak" | "cache"): Promise<CollectedHeapReading[
 describe("the soak's memory check, on a fixture server", () => {
   it("passes a heap that grows only by a bounded cache filling, which it fails when the cache is not subtracted", async () => {
     const readings = await readingsOf("cache");
-    const analysis = leakVerdict(readings);
+    const analysis = leakVerdict(readings, LEAK_BOUNDS, DEFAULT_BOUND_MIB * MIB);
+    expect(analysis.window.cacheFullAt).toBeUndefined();
     expect(analysis.cacheLastBytes - analysis.cacheFirstBytes).toBeGreaterThan(8 * 2 ** 20);
     expect(analysis.verdict, JSON.stringify(analysis)).toBe("pass");
     const blind = leakVerdict(readings.map((reading) => ({ ...reading, cacheBytes: 0 })));
@@ -76,8 +87,20 @@ describe("the soak's memory check, on a fixture server", () => {
   });
 
   it("fails a heap that leaks beside the same cache", async () => {
-    const analysis = leakVerdict(await readingsOf("leak"));
+    const analysis = leakVerdict(await readingsOf("leak"), LEAK_BOUNDS, DEFAULT_BOUND_MIB * MIB);
     expect(analysis.verdict, JSON.stringify(analysis)).toBe("fail");
     expect(analysis.growthBytes).toBeGreaterThan(analysis.allowedBytes);
+  });
+
+  // A cache of 4 MiB is full about a quarter into the test: the verdict then judges only from
+  // twice that time (judgedFrom), and must still tell the leak from the full cache there.
+  it("judges from twice the time a cache took to reach its bound: passes the full cache, fails the leak beside it", async () => {
+    const full = leakVerdict(await readingsOf("cache", 4), LEAK_BOUNDS, 4 * MIB);
+    expect(full.window.rule, JSON.stringify(full)).toBe("cache settled");
+    expect(full.readings).toBeGreaterThanOrEqual(LEAK_BOUNDS.minReadings);
+    expect(full.verdict, JSON.stringify(full)).toBe("pass");
+    const leaking = leakVerdict(await readingsOf("leak", 4), LEAK_BOUNDS, 4 * MIB);
+    expect(leaking.window.rule).toBe("cache settled");
+    expect(leaking.verdict, JSON.stringify(leaking)).toBe("fail");
   });
 });

@@ -3,6 +3,7 @@ import {
   afterWarmUp,
   analyzeLoad,
   type CollectedHeapReading,
+  judgedFrom,
   LEAK_BOUNDS,
   leakVerdict,
 } from "../src/soak/soak-analysis.js";
@@ -78,6 +79,78 @@ describe("leakVerdict", () => {
     const analysis = leakVerdict(withGaps);
     expect(analysis.verdict).toBe("pass");
     expect(analysis.readings).toBeLessThan(48);
+  });
+});
+
+/**
+ * The shape of the hour of 2026-11-24 (bench/SOAK.md), one reading a minute: the post cache's
+ * estimate climbs to its bound of 36 MiB at minute 12 and stays there, while what its entries
+ * really retain grows by about 4 MiB between minutes 17 and 21 (strings flattened, hash tables
+ * grown in steps), then nothing moves but the wobble. `leakPerMinute` adds a leak on top.
+ */
+const BOUND = 36 * MIB;
+const hourOfCacheSettling = (leakPerMinute = 0) => {
+  const cache = (i: number) => Math.min(BOUND, (BOUND * i) / 12);
+  const settling = (i: number) => Math.min(4.2, Math.max(0, (i - 17) * 1.05));
+  return series(60, (i) => (23 + settling(i) + leakPerMinute * i + wobble(i)) * MIB + cache(i), cache);
+};
+
+describe("the judged window, given the cache's bound", () => {
+  it("starts at twice the time the cache took to reach its bound, so that its settling after the bound is not judged", () => {
+    const readings = hourOfCacheSettling();
+    const window = judgedFrom(readings, LEAK_BOUNDS, BOUND);
+    expect(window.rule).toBe("cache settled");
+    expect(window.cacheFullAt).toBe(readings[12]?.at);
+    expect(window.from).toBe(readings[24]?.at);
+    const analysis = leakVerdict(readings, LEAK_BOUNDS, BOUND);
+    expect(analysis.verdict, JSON.stringify(analysis)).toBe("pass");
+    expect(analysis.readings).toBe(36);
+  });
+
+  it("fails the same hour judged from a fifth of the run, as the check did before (the hour's FAIL)", () => {
+    const early = leakVerdict(hourOfCacheSettling());
+    expect(early.window.rule).toBe("share of the run");
+    expect(early.verdict).toBe("fail");
+    expect(early.growthBytes / MIB).toBeGreaterThan(3);
+  });
+
+  it("still fails a leak of 9 MiB an hour beside the settling cache", () => {
+    const leaking = leakVerdict(hourOfCacheSettling(0.15), LEAK_BOUNDS, BOUND);
+    expect(leaking.window.rule).toBe("cache settled");
+    expect(leaking.verdict, JSON.stringify(leaking)).toBe("fail");
+  });
+
+  it("keeps the fifth of the run when the cache never reaches its bound, or reached it within the first tenth", () => {
+    const filling = series(
+      60,
+      () => 30 * MIB,
+      (i) => i * 0.5 * MIB,
+    );
+    expect(judgedFrom(filling, LEAK_BOUNDS, BOUND)).toMatchObject({
+      rule: "share of the run",
+      cacheFullAt: undefined,
+    });
+    const quick = series(
+      60,
+      () => 60 * MIB,
+      (i) => Math.min(BOUND, (BOUND * i) / 3),
+    );
+    expect(judgedFrom(quick, LEAK_BOUNDS, BOUND)).toMatchObject({
+      rule: "share of the run",
+      cacheFullAt: quick[3]?.at,
+    });
+    expect(leakVerdict(quick, LEAK_BOUNDS, BOUND).readings).toBe(48);
+  });
+
+  it("is inconclusive when the cache reached its bound too late in the run to have settled", () => {
+    const late = series(
+      60,
+      () => 30 * MIB,
+      (i) => Math.min(BOUND, (BOUND * i) / 45),
+    );
+    const analysis = leakVerdict(late, LEAK_BOUNDS, BOUND);
+    expect(analysis.window.cacheFullAt).toBe(late[44]?.at);
+    expect(analysis.verdict).toBe("inconclusive");
   });
 });
 

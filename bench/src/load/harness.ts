@@ -6,6 +6,7 @@ import os from "node:os";
 import { fileURLToPath } from "node:url";
 import type pg from "pg";
 import { type BackendCpu, backendCpuBetween, readBackendCpu } from "../measure/backend-cpu.js";
+import { type BenchResults, resultsChartSvg, runDate } from "../measure/charts.js";
 import { judge, type Round, render, renderVerdicts, type ScenarioRuns } from "../measure/report.js";
 import type { Options } from "../options.js";
 import { cpuSeconds, type ServerProcess, sampleMaxRss, tail } from "../servers/server-process.js";
@@ -327,8 +328,19 @@ export async function publish(
   // process) the targets do not apply; the figures are for information.
   if (runs.some((r) => r.baseline.length > 0)) console.log(`\n${renderVerdicts(judge(runs))}`);
 
+  await keep({ heading, serviceName, date: new Date().toISOString(), options, node: process.version, runs });
+}
+
+/**
+ * Keeps a run's raw results in bench/results/<run>.json and draws their chart beside them as
+ * <run>.svg (measure/charts.ts; `node bench/dist/bench-chart.js` draws it again from the JSON).
+ */
+export async function keep(results: BenchResults): Promise<void> {
   mkdirSync(RESULTS_DIR, { recursive: true });
   const file = `${RESULTS_DIR}/${RUN_ID}.json`;
-  await writeFile(file, JSON.stringify({ heading, options, node: process.version, runs }, null, 2));
+  await writeFile(file, JSON.stringify(results, null, 2));
   log(`raw results: ${file}`);
+  const chart = `${RESULTS_DIR}/${RUN_ID}.svg`;
+  await writeFile(chart, await resultsChartSvg(results, runDate(results, RUN_ID)));
+  log(`chart: ${chart}`);
 }

@@ -2,10 +2,10 @@
  * The soak's memory over time as an SVG chart: RSS, the V8 heap in use (garbage included), the
  * heap after forced full collections, what the post cache reported holding, and that heap net of
  * the cache, with a rule where each PostgreSQL restart began. A Vega-Lite specification rendered
- * by Vega in Node (no browser, no canvas: Vega writes SVG itself).
+ * by Vega in Node (see chart/vega-svg.ts).
  */
-import * as vega from "vega";
-import { compile, type TopLevelSpec } from "vega-lite";
+import type { TopLevelSpec } from "vega-lite";
+import { svgOf } from "../chart/vega-svg.js";
 import type { CollectedHeapReading, MemorySample, RestartTimes } from "./soak-analysis.js";
 
 /** What the chart is drawn from: the series a soak run keeps in its JSON file. */
@@ -100,6 +100,5 @@ export async function memoryChartSvg(series: MemorySeries, title: string): Promi
     ],
     resolve: { scale: { color: "independent" } },
   };
-  const view = new vega.View(vega.parse(compile(spec).spec), { renderer: "none" });
-  return view.toSVG();
+  return svgOf(spec);
 }

@@ -6,8 +6,9 @@
  */
 
 import { once } from "node:events";
-import { createWriteStream } from "node:fs";
+import { createWriteStream, writeFileSync } from "node:fs";
 import { setTimeout as sleep } from "node:timers/promises";
+import { CATCH_UP_MS } from "./soak-analysis.js";
 
 /** One client of the mix: a user, its token, and the posts it may patch. */
 export interface LoadWorker {
@@ -26,6 +27,47 @@ export interface LoadSettings {
   readonly requestTimeoutMs: number;
   /** Each client waits this long after each answer: 0 drives the service as hard as it answers. */
   readonly thinkMs: number;
+  /** Where what the change-feed followers saw goes (a JSON {@link FeedObservation}). */
+  readonly feedFile: string;
+}
+
+/** What one follower of the change feed saw, event by event, over the whole run. */
+export interface FeedFollowerSummary {
+  /** Requests that opened a stream or read a page (answered 200). */
+  readonly requests: number;
+  /** Requests answered otherwise (503 while the database is away) or not at all; retried. */
+  readonly refused: number;
+  readonly events: number;
+  /** Numbers skipped between consecutive events, and events whose number was not above the last. */
+  readonly gaps: number;
+  readonly repeats: number;
+  /** The last event's number (0: none). */
+  readonly last: number;
+  /** `event: reset` messages (resuming before the oldest kept event): none expected. */
+  readonly resets: number;
+  /** The subjects (post ids) of every `post.created` event. */
+  readonly createdSubjects: readonly number[];
+}
+
+/** The two followers of the change feed: a stream dropped and resumed with Last-Event-ID, and JSON pages. */
+export interface FeedObservation {
+  readonly stream: FeedFollowerSummary & {
+    /** Times the stream was dropped on purpose and resumed with Last-Event-ID. */
+    readonly resumes: number;
+    /**
+     * How long the stream took to reach what the pages had read, in the longest case and how
+     * often more than 5 s (measured to a second, each time the pages reader looked), outages and
+     * snapshots included.
+     */
+    readonly longestLagMs: number;
+    readonly lagsOver5s: number;
+    /**
+     * After the load: how long the open stream took to reach the feed's last event, or undefined
+     * when it had not within {@link CATCH_UP_MS} (it was then resumed to read the rest).
+     */
+    readonly caughtUpMs: number | undefined;
+  };
+  readonly pages: FeedFollowerSummary;
 }
 
 /**
@@ -189,6 +231,119 @@ async function retry(
   };
 }
 
+/** Counts a follower's events in order: every number must be the last one plus one. */
+class FeedTally {
+  requests = 0;
+  refused = 0;
+  events = 0;
+  gaps = 0;
+  repeats = 0;
+  last = 0;
+  resets = 0;
+  readonly createdSubjects: number[] = [];
+
+  see(number: number, type: string, subject: string | undefined): void {
+    this.events++;
+    if (number <= this.last) this.repeats++;
+    else this.gaps += number - this.last - 1;
+    this.last = Math.max(this.last, number);
+    if (type === "post.created" && subject !== undefined) this.createdSubjects.push(Number(subject));
+  }
+
+  summary(): FeedFollowerSummary {
+    const { requests, refused, events, gaps, repeats, last, resets, createdSubjects } = this;
+    return { requests, refused, events, gaps, repeats, last, resets, createdSubjects };
+  }
+}
+
+const FEED = "/api/v1/posts/events";
+/** A stream is dropped on purpose after a random time in this range, then resumed. */
+const STREAM_LIFE_MS = [5_000, 30_000] as const;
+const PAGE_LIMIT = 1000;
+
+/**
+ * An SSE client of the change feed from event 1: each connection is dropped after a few seconds
+ * and opened again with `Last-Event-ID`, as an EventSource does after a network failure; a refused
+ * connection (503 while the database is away) is tried again half a second later. Runs until
+ * `stop()` resolves `true`.
+ */
+async function followStream(settings: LoadSettings, tally: FeedTally, done: () => boolean): Promise<number> {
+  let resumes = -1;
+  while (!done()) {
+    const abort = new AbortController();
+    const life = STREAM_LIFE_MS[0] + Math.random() * (STREAM_LIFE_MS[1] - STREAM_LIFE_MS[0]);
+    const timer = setTimeout(() => abort.abort(), life);
+    const stopper = setInterval(() => done() && abort.abort(), 200);
+    try {
+      const response = await fetch(`${settings.baseUrl}${FEED}`, {
+        headers: { accept: "text/event-stream", "last-event-id": String(tally.last) },
+        signal: abort.signal,
+      });
+      if (response.status !== 200 || response.body === null) {
+        tally.refused++;
+        await response.arrayBuffer().catch(() => undefined);
+      } else {
+        tally.requests++;
+        resumes++;
+        const decoder = new TextDecoder();
+        let buffer = "";
+        for await (const chunk of response.body as AsyncIterable<Uint8Array>) {
+          buffer += decoder.decode(chunk, { stream: true });
+          let end = buffer.indexOf("\n\n");
+          while (end >= 0) {
+            const message = buffer.slice(0, end);
+            buffer = buffer.slice(end + 2);
+            end = buffer.indexOf("\n\n");
+            let id: number | undefined;
+            let type = "message";
+            let data = "";
+            for (const line of message.split("\n")) {
+              if (line.startsWith("id: ")) id = Number(line.slice(4));
+              else if (line.startsWith("event: ")) type = line.slice(7);
+              else if (line.startsWith("data: ")) data = line.slice(6);
+            }
+            if (type === "reset") tally.resets++;
+            if (id === undefined) continue;
+            const subject =
+              type === "post.created" ? (JSON.parse(data) as { subject?: string }).subject : undefined;
+            tally.see(id, type, subject);
+          }
+        }
+      }
+    } catch (error) {
+      if ((error as Error).name !== "AbortError") tally.refused++;
+    } finally {
+      clearTimeout(timer);
+      clearInterval(stopper);
+    }
+    if (!abort.signal.aborted) await sleep(500);
+  }
+  return Math.max(0, resumes);
+}
+
+/** Reads one JSON page after `tally.last`; answers how many events it held (undefined: refused). */
+async function readPage(settings: LoadSettings, tally: FeedTally): Promise<number | undefined> {
+  try {
+    const response = await fetch(`${settings.baseUrl}${FEED}?after=${tally.last}&limit=${PAGE_LIMIT}`, {
+      signal: AbortSignal.timeout(settings.requestTimeoutMs),
+    });
+    if (response.status !== 200) {
+      tally.refused++;
+      await response.arrayBuffer();
+      return undefined;
+    }
+    tally.requests++;
+    const page = (await response.json()) as {
+      events: { id: string; type: string; subject?: string }[];
+    };
+    for (const event of page.events) tally.see(Number(event.id), event.type, event.subject);
+    return page.events.length;
+  } catch {
+    tally.refused++;
+    return undefined;
+  }
+}
+
 async function main(): Promise<void> {
   const settings = JSON.parse(process.env.SOAK_LOAD ?? "") as LoadSettings;
   const out = createWriteStream(settings.outFile);
@@ -199,9 +354,66 @@ async function main(): Promise<void> {
   };
   const startedAt = Date.now();
   const deadline = startedAt + settings.durationMs;
+  // The change feed's followers run beside the clients: a stream and a reader of JSON pages.
+  const stream = new FeedTally();
+  const pages = new FeedTally();
+  let writing = true;
+  let draining = false;
+  const lag = { longestMs: 0, over5s: 0, since: 0, target: 0 };
+  const paging = (async () => {
+    while (writing) {
+      const read = await readPage(settings, pages);
+      const now = Date.now();
+      if (lag.since !== 0 && stream.last >= lag.target) {
+        const ms = now - lag.since;
+        lag.longestMs = Math.max(lag.longestMs, ms);
+        if (ms > 5_000) lag.over5s++;
+        lag.since = 0;
+      }
+      if (lag.since === 0 && stream.last < pages.last) {
+        lag.since = now;
+        lag.target = pages.last;
+      }
+      if (read !== PAGE_LIMIT) await sleep(1_000);
+    }
+  })();
+  const streaming = followStream(settings, stream, () => draining);
   await Promise.all(
     settings.workers.map((worker, index) => runWorker(settings, worker, index, record, deadline)),
   );
+  writing = false;
+  await paging;
+  // Every write has been answered: read the pages to the end, then give the stream until it has
+  // seen as far (each event reaches open streams within a second of its change).
+  const drainBy = Date.now() + 30_000;
+  while ((await readPage(settings, pages)) !== 0 && Date.now() < drainBy) await sleep(100);
+  const drainedAt = Date.now();
+  while (stream.last < pages.last && Date.now() < drainedAt + CATCH_UP_MS) await sleep(100);
+  const caughtUpMs = stream.last >= pages.last ? Date.now() - drainedAt : undefined;
+  draining = true;
+  let resumes = await streaming;
+  if (caughtUpMs === undefined) {
+    // A stall of the open stream, not a gap: resumed, it must give the rest, in order.
+    let resumed = false;
+    const resumeBy = Date.now() + CATCH_UP_MS;
+    resumes +=
+      1 +
+      (await followStream(settings, stream, () => {
+        resumed ||= stream.last >= pages.last;
+        return resumed || Date.now() > resumeBy;
+      }));
+  }
+  const observation: FeedObservation = {
+    stream: {
+      ...stream.summary(),
+      resumes,
+      longestLagMs: lag.longestMs,
+      lagsOver5s: lag.over5s,
+      caughtUpMs,
+    },
+    pages: pages.summary(),
+  };
+  writeFileSync(settings.feedFile, JSON.stringify(observation));
   out.end();
   await once(out, "finish");
   process.stdout.write(`${JSON.stringify({ startedAt, endedAt: Date.now(), requests })}\n`);
