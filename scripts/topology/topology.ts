@@ -18,13 +18,16 @@ import { isAlive, ProcessRegistry } from "./processes.js";
 /** The repository root, where the service's build lives. */
 export const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 
-/** The ports of the topology: fixed, because PgBouncer and HAProxy name their backends by port. */
+/**
+ * The ports of the topology: fixed, because PgBouncer and HAProxy name their backends by port;
+ * below 32768, outside Linux's ephemeral range, so that no outgoing connection can be holding one.
+ */
 export const PORTS = {
-  primary: 55401,
-  standbys: [55402, 55403],
-  pgbouncer: 56401,
-  haproxy: 57401,
-  instances: [58401, 58402, 58403],
+  primary: 22401,
+  standbys: [22402, 22403],
+  pgbouncer: 22411,
+  haproxy: 22421,
+  instances: [22431, 22432, 22433],
 } as const;
 
 /** The database the service uses on the primary (and, replicated, on the standbys). */

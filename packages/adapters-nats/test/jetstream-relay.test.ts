@@ -7,7 +7,7 @@ import { MemoryEventLog, staleView } from "./support/memory-event-log.js";
 import { MemoryLeaseArbiter, splitBrainLease } from "./support/memory-lease.js";
 import { eventually, expectExactly, streamWith } from "./support/stream-checks.js";
 
-const PORT = 42301;
+const PORT = 21301;
 // Under CI a missing nats-server fails the file (startNatsServer cannot spawn it); elsewhere it skips.
 const skip = !natsServerAvailable() && process.env.CI !== "true";
 if (skip) console.warn("[adapters-nats] nats-server is not installed: the relay tests are skipped");

@@ -5,7 +5,7 @@ import { MemoryEventLog } from "./support/memory-event-log.js";
 import { MemoryLeaseArbiter } from "./support/memory-lease.js";
 import { eventually, expectExactly, streamWith } from "./support/stream-checks.js";
 
-const PORT = 42302;
+const PORT = 21302;
 const skip = !natsServerAvailable() && process.env.CI !== "true";
 if (skip) console.warn("[adapters-nats] nats-server is not installed: the outage tests are skipped");
 

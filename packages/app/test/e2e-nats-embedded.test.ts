@@ -15,7 +15,7 @@ import { idFromLocation, jsonRequest } from "./reliability/api-client.js";
 import { registerAndLogIn } from "./support/register-and-log-in.js";
 import { type ListeningService, runCommand, startService } from "./support/service-process.js";
 
-const NATS_PORT = 42308;
+const NATS_PORT = 21308;
 const skip = !natsServerAvailable() && process.env.CI !== "true";
 if (skip) console.warn("[app] nats-server is not installed: the NATS relay end-to-end test is skipped");
 

@@ -43,7 +43,8 @@ export function natsServerAvailable(): boolean {
 /**
  * Starts `nats-server -js -sd <a new temporary directory> -a 127.0.0.1 -p <port>` and waits
  * until it accepts connections. Every server started here is killed by its process id when the
- * test process exits, whatever happened; call `close()` in `afterAll` all the same.
+ * test process exits, whatever happened; call `close()` in `afterAll` all the same. Give it a
+ * port below 32768: one in Linux's ephemeral range may be held by any outgoing connection.
  */
 export async function startNatsServer(port: number): Promise<TestNatsServer> {
   const storeDir = mkdtempSync(join(tmpdir(), "posts-nats-"));

@@ -10,7 +10,7 @@ import { Fleet } from "./fleet.js";
 import { type Attempt, type CloudEvent, Ledger, matchPost, type PostJson } from "./ledger.js";
 import { SseFollower } from "./sse-follower.js";
 
-const NATS_PORT = 42309;
+const NATS_PORT = 21309;
 /** Write requests sent in all, failing ones included. */
 const WRITES = 5000;
 const WRITERS = 8;
