@@ -2,7 +2,7 @@
  * `pnpm bench:events`: what change events cost writes, and how fast they travel. Starts the built
  * service on a database of its own on DATABASE_URL's server (default
  * postgres://postgres@127.0.0.1:5432/postgres), relaying to a NATS server of the bench's own
- * (`nats-server -js` on port 42321, when the machine has one and NATS is not `off`), and measures:
+ * (`nats-server -js` on port 21321, when the machine has one and NATS is not `off`), and measures:
  *
  * - POSTs and PATCHes per second from CLIENTS concurrent clients (default 16) with events on and
  *   with the triggers that write them disabled (events off, the service unchanged), in ROUNDS
@@ -11,7 +11,11 @@
  *   does for its servers;
  * - the delay from each of DELAYS (default 300) sequential POSTs' response to its event on an open
  *   Server-Sent Events stream and in the JetStream stream (p50, p99);
- * - how many events per second one stream reader gets when it resumes from the start.
+ * - how many events per second one stream reader gets when it resumes from the start;
+ * - where the CPU of a write goes, events on and off: microseconds per write used by the service
+ *   process, the NATS server, the PostgreSQL backends of the bench's database and the bench's
+ *   own clients (from /proc, so on this machine only), because on a machine of two cores a cost
+ *   paid by the broker slows the service's writes as surely as one paid inside it.
  *
  * Prints JSON; bench/RESULTS.md keeps it.
  */
@@ -25,6 +29,7 @@ import { natsServerAvailable, startNatsServer, type TestNatsServer } from "@post
 import pg from "pg";
 import { recreateDatabase, withDatabase } from "./load/database.js";
 import { median } from "./measure/stats.js";
+import { cpuSeconds, processCpu } from "./servers/server-process.js";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 const SERVER = process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
@@ -33,8 +38,8 @@ const ROUNDS = Number(process.env.ROUNDS ?? "6");
 const SLICE_MS = Number(process.env.SLICE_MS ?? "3000");
 const CLIENTS = Number(process.env.CLIENTS ?? "16");
 const DELAYS = Number(process.env.DELAYS ?? "300");
-// The bench's own NATS server: a port no test uses (their servers take 42301–42309).
-const NATS_PORT = 42321;
+// The bench's own NATS server: a port no test uses (their servers take 21301–21309).
+const NATS_PORT = 21321;
 const WITH_NATS = process.env.NATS !== "off" && natsServerAvailable();
 
 function startService(env: Record<string, string>): Promise<{ child: ChildProcess; base: string }> {
@@ -77,8 +82,59 @@ async function createPost(base: string, token: string, title: string): Promise<n
   return Number(response.headers.get("location")?.split("/").at(-1));
 }
 
-/** Requests per second of `request` from CLIENTS loops over SLICE_MS. */
-async function throughput(request: (client: number, i: number) => Promise<void>): Promise<number> {
+/** CPU seconds used so far by each process a write passes through. */
+interface CpuReading {
+  readonly service: number;
+  readonly nats: number;
+  readonly postgres: number;
+  readonly bench: number;
+}
+
+/** Where the CPU goes; the PostgreSQL side is every backend connected to the bench's database. */
+interface CpuMeter {
+  read(): Promise<CpuReading>;
+}
+
+function cpuMeter(admin: pg.Client, servicePid: number, natsPid: number | undefined): CpuMeter {
+  return {
+    read: async () => {
+      const { rows } = await admin.query<{ pid: number }>(
+        "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()",
+      );
+      let postgres = 0;
+      for (const { pid } of rows) {
+        const backend = processCpu(pid);
+        if (backend?.command === "postgres") postgres += backend.seconds;
+      }
+      const own = process.cpuUsage();
+      return {
+        service: cpuSeconds(servicePid),
+        nats: natsPid === undefined ? 0 : cpuSeconds(natsPid),
+        postgres,
+        bench: (own.user + own.system) / 1e6,
+      };
+    },
+  };
+}
+
+/** Microseconds of CPU per request of each process between two readings. */
+function cpuPerRequest(before: CpuReading, after: CpuReading, requests: number): CpuReading {
+  const micros = (pick: (reading: CpuReading) => number) =>
+    Math.round(((pick(after) - pick(before)) * 1e6) / Math.max(1, requests));
+  return {
+    service: micros((r) => r.service),
+    nats: micros((r) => r.nats),
+    postgres: micros((r) => r.postgres),
+    bench: micros((r) => r.bench),
+  };
+}
+
+/** Requests per second of `request` from CLIENTS loops over SLICE_MS, and their CPU per request. */
+async function throughput(
+  meter: CpuMeter,
+  request: (client: number, i: number) => Promise<void>,
+): Promise<{ perSecond: number; cpu: CpuReading }> {
+  const before = await meter.read();
   const deadline = Date.now() + SLICE_MS;
   let done = 0;
   await Promise.all(
@@ -89,15 +145,22 @@ async function throughput(request: (client: number, i: number) => Promise<void>)
       }
     }),
   );
-  return +(done / (SLICE_MS / 1000)).toFixed(1);
+  const cpu = cpuPerRequest(before, await meter.read(), done);
+  return { perSecond: +(done / (SLICE_MS / 1000)).toFixed(1), cpu };
 }
 
 /** POSTs per second, then PATCHes per second of each client's post in `patched`, one slice each. */
-async function writes(base: string, tokens: readonly string[], patched: readonly number[], label: string) {
-  const postsPerSecond = await throughput(async (client, i) => {
+async function writes(
+  meter: CpuMeter,
+  base: string,
+  tokens: readonly string[],
+  patched: readonly number[],
+  label: string,
+) {
+  const posts = await throughput(meter, async (client, i) => {
     await createPost(base, tokens[client] as string, `${label} ${client}-${i}`);
   });
-  const patchesPerSecond = await throughput(async (client, i) => {
+  const patches = await throughput(meter, async (client, i) => {
     const response = await fetch(`${base}/api/v1/posts/${patched[client]}`, {
       method: "PATCH",
       headers: json(tokens[client]),
@@ -106,7 +169,12 @@ async function writes(base: string, tokens: readonly string[], patched: readonly
     await response.arrayBuffer();
     if (response.status !== 200) throw new Error(`PATCH answered ${response.status}`);
   });
-  return { postsPerSecond, patchesPerSecond };
+  return {
+    postsPerSecond: posts.perSecond,
+    patchesPerSecond: patches.perSecond,
+    cpuMicrosPerPost: posts.cpu,
+    cpuMicrosPerPatch: patches.cpu,
+  };
 }
 
 async function setEvents(admin: pg.Client, on: boolean): Promise<void> {
@@ -203,14 +271,15 @@ async function main() {
   });
   const admin = new pg.Client({ connectionString: url });
   await admin.connect();
+  const meter = cpuMeter(admin, child.pid as number, nats?.pid());
   try {
     const tokens = await Promise.all(Array.from({ length: CLIENTS }, () => signUp(base)));
     const patched = await Promise.all(
       tokens.map((token, client) => createPost(base, token, `patched ${client}`)),
     );
-    await writes(base, tokens, patched, "warm-up on");
+    await writes(meter, base, tokens, patched, "warm-up on");
     await setEvents(admin, false);
-    await writes(base, tokens, patched, "warm-up off");
+    await writes(meter, base, tokens, patched, "warm-up off");
     const rounds: { on: Awaited<ReturnType<typeof writes>>; off: Awaited<ReturnType<typeof writes>> }[] = [];
     for (let round = 0; round < ROUNDS; round++) {
       const order = round % 2 === 0 ? [true, false] : [false, true];
@@ -218,6 +287,7 @@ async function main() {
       for (const on of order) {
         await setEvents(admin, on);
         measured[on ? "on" : "off"] = await writes(
+          meter,
           base,
           tokens,
           patched,
@@ -229,6 +299,16 @@ async function main() {
     await setEvents(admin, true);
     const ratio = (pick: (w: Awaited<ReturnType<typeof writes>>) => number) =>
       +median(rounds.map((round) => pick(round.on) / pick(round.off))).toFixed(3);
+
+    // The median over rounds of each process's CPU per write, events on and off.
+    const cpu = (pick: (w: Awaited<ReturnType<typeof writes>>) => CpuReading) => {
+      const of = (side: "on" | "off") => {
+        const readings = rounds.map((round) => pick(round[side]));
+        const m = (key: keyof CpuReading) => median(readings.map((reading) => reading[key]));
+        return { service: m("service"), nats: m("nats"), postgres: m("postgres"), bench: m("bench") };
+      };
+      return { on: of("on"), off: of("off") };
+    };
 
     const stream = streamReader(`${base}/api/v1/posts/events`, {});
     const inNats = nats === undefined ? undefined : await natsReader(nats.url);
@@ -273,6 +353,10 @@ async function main() {
           ratioOnOff: {
             posts: ratio((w) => w.postsPerSecond),
             patches: ratio((w) => w.patchesPerSecond),
+          },
+          cpuMicrosPerWrite: {
+            posts: cpu((w) => w.cpuMicrosPerPost),
+            patches: cpu((w) => w.cpuMicrosPerPatch),
           },
           perRound: rounds,
           delayResponseToFeedMs: summary(toFeed),

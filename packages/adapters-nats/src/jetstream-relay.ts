@@ -1,14 +1,14 @@
 import { setTimeout as sleep } from "node:timers/promises";
-import type { JetStreamClient, JetStreamManager, PubAck, StreamInfo } from "@nats-io/jetstream";
+import type { JetStreamManager, StreamInfo } from "@nats-io/jetstream";
 import {
   JetStreamApiCodes,
   JetStreamApiError,
-  jetstream,
   jetstreamManager,
+  PubHeaders,
   StorageType,
 } from "@nats-io/jetstream";
-import type { NatsConnection } from "@nats-io/transport-node";
-import { connect } from "@nats-io/transport-node";
+import type { Msg, NatsConnection } from "@nats-io/transport-node";
+import { connect, createInbox, headers } from "@nats-io/transport-node";
 import type { PublisherLease, RelayEventLog, RelayedEvent, RelayedEventType, RelayLogger } from "./ports.js";
 
 /** The stream the relay writes to, created when absent. */
@@ -21,7 +21,7 @@ export const SUBJECTS: Readonly<Record<RelayedEventType, string>> = {
   "post.deleted": "posts.events.deleted",
 };
 
-const MSG_ID_HEADER = "Nats-Msg-Id";
+const MSG_ID_HEADER = PubHeaders.MsgIdHdr;
 
 /** How to reach NATS and what to relay; only `servers`, `events` and `lease` are required. */
 export interface JetStreamRelayOptions {
@@ -60,6 +60,27 @@ export interface JetStreamRelay {
   status(): RelayStatus;
   /** Stops publishing, closes the NATS connection and gives the lease up. Idempotent. */
   stop(): Promise<void>;
+}
+
+/** What the stream answers a publish it stored, or stored before (a duplicate). */
+interface PublishAck {
+  readonly seq: number;
+  readonly duplicate: boolean;
+}
+
+/** The stream's answer to one publish; throws what the stream refused, as `js.publish` would. */
+function parseAck(reply: Msg): PublishAck {
+  // 503 without a body: no stream captures the subject (it was deleted under the relay).
+  if (reply.headers?.code === 503) throw new Error(`no stream captures the subjects of ${STREAM_NAME}`);
+  const ack = reply.json<{
+    seq?: number;
+    duplicate?: boolean;
+    error?: ConstructorParameters<typeof JetStreamApiError>[0];
+  }>();
+  if (ack.error !== undefined) throw new JetStreamApiError(ack.error);
+  if (typeof ack.seq !== "number")
+    throw new Error(`the stream's acknowledgement has no sequence: ${reply.string()}`);
+  return { seq: ack.seq, duplicate: ack.duplicate === true };
 }
 
 /** Where the stream ends: its last sequence and the event stored there (0 and 0 when empty). */
@@ -164,7 +185,7 @@ class Relay {
         const manager = await jetstreamManager(connection, { timeout: this.#publishTimeoutMs });
         const end = await this.#streamEnd(manager);
         this.#lastEvent = end.event;
-        await this.#pump(jetstream(connection, { timeout: this.#publishTimeoutMs }), end, leading, () => {
+        await this.#pump(connection, end, leading, () => {
           failures = 0;
         });
       } catch (error) {
@@ -181,7 +202,7 @@ class Relay {
 
   /** Reads and publishes the events after `end` until `leading` aborts or a publish fails. */
   async #pump(
-    js: JetStreamClient,
+    connection: NatsConnection,
     end: StreamEnd,
     leading: AbortSignal,
     progressed: () => void,
@@ -205,15 +226,13 @@ class Relay {
       }
       // Pipelined on one connection, which the server reads in order; each publish still names
       // the exact sequence it must follow, so a failure anywhere fails everything after it.
-      const acks = batch.map((item, index) => this.#publish(js, item, sequence + index));
-      const settled = await Promise.allSettled(acks);
-      for (const [index, result] of settled.entries()) {
-        if (result.status === "rejected") throw result.reason;
+      const acks = await this.#publishBatch(connection, batch, sequence, leading);
+      for (const [index, ack] of acks.entries()) {
         const expected = sequence + 1;
-        if (result.value.seq !== expected) {
+        if (ack.seq !== expected) {
           // A duplicate stored elsewhere than next: the stream is not what this relay read.
           throw new Error(
-            `event ${(batch[index] as RelayedEvent).number} is at stream sequence ${result.value.seq}, ` +
+            `event ${(batch[index] as RelayedEvent).number} is at stream sequence ${ack.seq}, ` +
               `expected ${expected}`,
           );
         }
@@ -226,12 +245,65 @@ class Relay {
     }
   }
 
-  #publish(js: JetStreamClient, item: RelayedEvent, after: number): Promise<PubAck> {
-    return js.publish(SUBJECTS[item.type], item.body, {
-      msgID: String(item.number),
-      expect: { lastSequence: after, streamName: STREAM_NAME },
-      timeout: this.#publishTimeoutMs,
+  /**
+   * Publishes `batch` in order, the first after stream sequence `after`, each message naming the
+   * sequence it must follow, and answers the stream's acknowledgements in the batch's order.
+   * Rejects when the stream refused one, when one is not answered within the publish timeout,
+   * when the connection closes, or when `leading` aborts.
+   *
+   * Written here instead of one `js.publish` per event: each of those is a request with its own
+   * timer, promise, inbox entry and two Error objects, which cost the service more CPU per event
+   * than the write that made the event (bench/RESULTS.md, "Change events"). This sends the same
+   * protocol (a core publish with a reply subject and the JetStream headers) with one
+   * subscription and one timer per batch.
+   */
+  async #publishBatch(
+    connection: NatsConnection,
+    batch: readonly RelayedEvent[],
+    after: number,
+    leading: AbortSignal,
+  ): Promise<readonly PublishAck[]> {
+    const inbox = createInbox();
+    const replies: (Msg | undefined)[] = new Array(batch.length);
+    let waiting = batch.length;
+    let settle!: (error?: unknown) => void;
+    const answered = new Promise<void>((resolve, reject) => {
+      settle = (error) => (error === undefined ? resolve() : reject(error));
     });
+    // Subscribed before the first publish on the same connection, so no reply can come first.
+    const subscription = connection.subscribe(`${inbox}.*`, {
+      callback: (error, reply) => {
+        if (error !== null) return settle(error);
+        const index = Number(reply.subject.slice(inbox.length + 1));
+        if (replies[index] !== undefined || !(index >= 0 && index < batch.length)) return;
+        replies[index] = reply;
+        if (--waiting === 0) settle();
+      },
+    });
+    void subscription.closed.then(() =>
+      settle(new Error("the NATS connection closed before every acknowledgement came")),
+    );
+    const timer = setTimeout(
+      () => settle(new Error(`the stream did not acknowledge a publish within ${this.#publishTimeoutMs} ms`)),
+      this.#publishTimeoutMs,
+    );
+    const abandon = () => settle(leading.reason ?? new Error("no longer the publisher"));
+    leading.addEventListener("abort", abandon, { once: true });
+    try {
+      for (const [index, item] of batch.entries()) {
+        const header = headers();
+        header.set(MSG_ID_HEADER, String(item.number));
+        header.set(PubHeaders.ExpectedStreamHdr, STREAM_NAME);
+        header.set(PubHeaders.ExpectedLastSeqHdr, String(after + index));
+        connection.publish(SUBJECTS[item.type], item.body, { reply: `${inbox}.${index}`, headers: header });
+      }
+      await answered;
+    } finally {
+      clearTimeout(timer);
+      leading.removeEventListener("abort", abandon);
+      subscription.unsubscribe();
+    }
+    return replies.map((reply) => parseAck(reply as Msg));
   }
 
   /** Creates the stream when absent, then reads which event its last message is. */
@@ -283,6 +355,10 @@ class Relay {
       maxReconnectAttempts: -1,
       reconnectTimeWait: 500,
       timeout: this.#publishTimeoutMs,
+      // Otherwise every publish builds two Error objects up front (their stack traces only
+      // serve a failure's message): that was a third of the relay's CPU per event. A failed
+      // publish is still reported, with the server's reason, just without the caller's stack.
+      noAsyncTraces: true,
     });
     return this.#connection;
   }
