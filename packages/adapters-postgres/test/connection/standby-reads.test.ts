@@ -33,31 +33,62 @@ describe("WAL positions", () => {
 });
 
 describe("the primary's position", () => {
-  it("is one statement for every read that arrived while none was in flight, and the next one for those that arrived during it", async () => {
+  it("is one statement, sent after the turn, for every read of that turn; the reads that arrive during it share the next", async () => {
     const { run, calls } = controlledRunner();
-    const position = new PrimaryPosition(run);
+    const position = new PrimaryPosition(run, { gatherMs: 0 });
     const first = position.afterNow();
     const second = position.afterNow();
-    const third = position.afterNow();
-    expect(calls.map((call) => call.sql)).toEqual([PRIMARY_POSITION_SQL]);
-    calls[0]?.answer([{ position: "0/100" }]);
-    expect(await first).toBe(0x100n);
+    // Not sent yet: reads of the same turn of the event loop join it.
+    expect(calls).toHaveLength(0);
     await tick();
-    // The reads that arrived while the first was in flight need a statement sent after them.
+    expect(calls.map((call) => call.sql)).toEqual([PRIMARY_POSITION_SQL]);
+    // Sent before these reads arrived: it cannot serve them.
+    const third = position.afterNow();
+    const fourth = position.afterNow();
+    calls[0]?.answer([{ position: "0/100" }]);
+    expect([await first, await second]).toEqual([0x100n, 0x100n]);
+    await tick();
     expect(calls).toHaveLength(2);
+    // A read arriving before the second statement is answered waits for a third one.
+    const fifth = position.afterNow();
     calls[1]?.answer([{ position: "0/200" }]);
-    expect([await second, await third]).toEqual([0x200n, 0x200n]);
+    expect([await third, await fourth]).toEqual([0x200n, 0x200n]);
+    await tick();
+    expect(calls).toHaveLength(3);
+    calls[2]?.answer([{ position: "0/300" }]);
+    expect(await fifth).toBe(0x300n);
+    expect(position.asked).toBe(3);
+    expect(position.latest).toBe(0x300n);
+  });
+
+  it("sends the next statement no sooner than gatherMs after the last answer, so that it gathers the reads of that time", async () => {
+    const { run, calls } = controlledRunner();
+    const position = new PrimaryPosition(run, { gatherMs: 40 });
+    const first = position.afterNow();
+    await tick();
+    calls[0]?.answer([{ position: "0/100" }]);
+    await first;
+    const answeredAt = performance.now();
+    const during = [position.afterNow(), position.afterNow()];
+    await tick();
+    expect(calls).toHaveLength(1);
+    during.push(position.afterNow());
+    while (calls.length < 2) await tick();
+    expect(performance.now() - answeredAt).toBeGreaterThanOrEqual(35);
+    calls[1]?.answer([{ position: "0/200" }]);
+    expect(await Promise.all(during)).toEqual([0x200n, 0x200n, 0x200n]);
     expect(position.asked).toBe(2);
-    expect(position.latest).toBe(0x200n);
   });
 
   it("fails the reads waiting for it when the primary does not answer, and asks again for the next read", async () => {
     const { run, calls } = controlledRunner();
-    const position = new PrimaryPosition(run);
+    const position = new PrimaryPosition(run, { gatherMs: 0 });
     const failed = position.afterNow();
+    await tick();
     calls[0]?.fail(new Error("connect ECONNREFUSED"));
     await expect(failed).rejects.toThrow("ECONNREFUSED");
     const next = position.afterNow();
+    await tick();
     calls[1]?.answer([{ position: "0/300" }]);
     expect(await next).toBe(0x300n);
   });
