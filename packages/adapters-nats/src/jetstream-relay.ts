@@ -253,7 +253,7 @@ class Relay {
    *
    * Written here instead of one `js.publish` per event: each of those is a request with its own
    * timer, promise, inbox entry and two Error objects, which cost the service more CPU per event
-   * than the write that made the event (bench/RESULTS.md, "Change events"). This sends the same
+   * than the write that made the event (bench/RESULTS.md, "Where a write's CPU goes"). This sends the same
    * protocol (a core publish with a reply subject and the JetStream headers) with one
    * subscription and one timer per batch.
    */

@@ -25,9 +25,9 @@ export const PRIMARY_POSITION_SQL =
  * And the next statement is sent no sooner than `gatherMs` (default 1 ms) after the previous one
  * was answered, so that under a stream of reads each statement gathers those of a round trip
  * and a millisecond, not of a round trip alone: measured on the topology (bench/RESULTS.md,
- * "Standby reads and PgBouncer"), 1.3 → 2.5 reads per statement for GET one, and the primary's
- * CPU per standby read 0.36× → 0.20× of a read it serves itself, with no loss of throughput or
- * latency there. A read that finds the primary idle for longer than that waits only for the end
+ * "Position statements that gather a millisecond of reads"), the primary's CPU per standby read
+ * fell from 0.36× to 0.24× of a read it serves itself (GET one), with no loss of throughput or
+ * latency there; a longer wait gathered no more at that load. A read that finds the primary idle for longer than that waits only for the end
  * of the event loop's turn (`setImmediate`, as DataLoader schedules its batches), so that the
  * requests whose bytes arrived in the same turn share one statement.
  */
