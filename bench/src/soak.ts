@@ -13,7 +13,9 @@
  * they are spread evenly instead), SOAK_DOWN_MS (5000), SOAK_CLIENTS (8), SOAK_THINK_MS (0: each client's
  * pause after each answer, to keep a long run's load moderate), SOAK_HEAP_SNAPSHOTS
  * ("1": heap snapshots after the warm-up and at the end of the load), SOAK_STANDBY_URL (a hot
- * standby of the cluster the service then reads through; unset: none).
+ * standby of the cluster the service then reads through; unset: none), SOAK_NATS ("off" leaves
+ * out the relay of the change events to a NATS server of the soak's own, on port 21331, which
+ * runs whenever the machine has `nats-server`).
  *
  * The service runs with its inspector on a loopback port the kernel picks: the soak forces full
  * collections through it to read the heap a leak would raise (see soak/heap-probe.ts).
@@ -27,6 +29,9 @@ import type { Readable } from "node:stream";
 import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
+import { jetstreamManager } from "@nats-io/jetstream";
+import { connect as connectNats } from "@nats-io/transport-node";
+import { natsServerAvailable, startNatsServer, type TestNatsServer } from "@posts/adapters-nats/testing";
 import pg from "pg";
 import { recreateDatabase, withDatabase } from "./load/database.js";
 import { freePorts, residentBytes } from "./servers/server-process.js";
@@ -69,7 +74,11 @@ const settings = {
   standbyUrl: env("SOAK_STANDBY_URL", ""),
   /** Heap snapshots (after the warm-up and at the end) into bench/results/, for a comparison by constructor. */
   snapshots: env("SOAK_HEAP_SNAPSHOTS", "0") === "1",
+  /** The change events relayed to a NATS server of the soak's own (NATS_URL), unless "off". */
+  nats: env("SOAK_NATS", "on") !== "off" && natsServerAvailable(),
 };
+// The soak's own NATS server: a port no test or bench uses (theirs are 21301–21321).
+const NATS_PORT = 21331;
 /** Forced full collections: about forty a run, at least 2.5 s and at most 30 s apart. */
 const COLLECT_EVERY_MS = Math.min(30_000, Math.max(2_500, Math.round(settings.durationMs / 40)));
 // The service's own defaults, stated so that the report says what was measured.
@@ -118,7 +127,7 @@ const log = (message: string) => process.stderr.write(`[soak ${new Date().toISOS
  * kernel's choosing (the soak's only way to force full collections and take heap snapshots);
  * resolves once /ready answers 200.
  */
-async function startService(port: number, databaseUrl: string, logFile: string) {
+async function startService(port: number, databaseUrl: string, logFile: string, natsUrl?: string) {
   const log = createWriteStream(logFile, { flags: "a" });
   const child: ChildProcess = spawn(
     process.execPath,
@@ -136,6 +145,7 @@ async function startService(port: number, databaseUrl: string, logFile: string) 
         ...(settings.standbyUrl === ""
           ? {}
           : { DATABASE_READ_URLS: withDatabase(settings.standbyUrl, DATABASE) }),
+        ...(natsUrl === undefined ? {} : { NATS_URL: natsUrl }),
       },
       stdio: ["ignore", "pipe", "pipe"],
     },
@@ -285,18 +295,58 @@ async function main(): Promise<number> {
   log(`database ${DATABASE}, service log ${logFile}`);
   await recreateDatabase(settings.adminUrl, DATABASE);
   const [port] = await freePorts(1);
-  const service = await startService(port ?? 0, databaseUrl, logFile);
+  const nats = settings.nats ? await startNatsServer(NATS_PORT) : undefined;
   try {
-    return await soakAgainst(service, { databaseUrl, recordsFile, stamp });
+    const service = await startService(port ?? 0, databaseUrl, logFile, nats?.url);
+    try {
+      return await soakAgainst(service, nats, { databaseUrl, recordsFile, stamp });
+    } finally {
+      // A failed run must not leave the service behind.
+      if (service.child.exitCode === null && service.child.signalCode === null) service.child.kill("SIGKILL");
+    }
   } finally {
-    // A failed run must not leave the service behind.
-    if (service.child.exitCode === null && service.child.signalCode === null) service.child.kill("SIGKILL");
+    await nats?.close();
+  }
+}
+
+/** What the relay left in the NATS stream, once it holds the feed's last event or a minute has passed. */
+async function relayedStream(nats: TestNatsServer, lastEvent: number) {
+  const connection = await connectNats({ servers: nats.url });
+  try {
+    const manager = await jetstreamManager(connection);
+    const idAt = async (seq: number) =>
+      (await manager.streams.getMessage("POSTS", { seq }))?.header?.get("Nats-Msg-Id") ?? "";
+    const deadline = Date.now() + 60_000;
+    let state = (await manager.streams.info("POSTS")).state;
+    while (state.last_seq < lastEvent && Date.now() < deadline) {
+      await sleep(500);
+      state = (await manager.streams.info("POSTS")).state;
+    }
+    // The stream began with event 1, so sequence n must hold event n: the first, the last and a
+    // thousand spread between are read back (every one of them would take minutes after an hour).
+    const sampled = [
+      1,
+      state.last_seq,
+      ...Array.from({ length: 1000 }, () => 1 + Math.floor(Math.random() * state.last_seq)),
+    ];
+    let misplaced = 0;
+    for (const seq of sampled) if ((await idAt(seq)) !== String(seq)) misplaced++;
+    return {
+      messages: state.messages,
+      firstSeq: state.first_seq,
+      lastSeq: state.last_seq,
+      sampled: sampled.length,
+      misplaced,
+    };
+  } finally {
+    await connection.close();
   }
 }
 
 /** The load, the restart, the checks and the report, against a service that is ready. */
 async function soakAgainst(
   service: Awaited<ReturnType<typeof startService>>,
+  nats: TestNatsServer | undefined,
   files: { readonly databaseUrl: string; readonly recordsFile: string; readonly stamp: string },
 ): Promise<number> {
   const { databaseUrl, recordsFile, stamp } = files;
@@ -396,6 +446,7 @@ async function soakAgainst(
     streamMissing: withoutEvent(feed.stream.createdSubjects),
     pagesMissing: withoutEvent(feed.pages.createdSubjects),
   };
+  const relayed = nats === undefined ? undefined : await relayedStream(nats, feed.pages.last);
 
   // The pool must have recovered by itself: readiness, then a burst of reads and writes.
   // Status 0: no answer at all, the service is gone.
@@ -486,6 +537,22 @@ async function soakAgainst(
             name: "reads through the standby",
             verdict: holds(standby.reads > 0),
             detail: `${standby.reads} reads answered by the standby (${standby.withoutPrimary} of them while the primary did not answer), ${standby.fallbacks} by the primary instead`,
+          },
+        ]),
+    ...(relayed === undefined
+      ? []
+      : [
+          {
+            // The relay publishes each event once, in order, with Nats-Msg-Id its number, through
+            // the restarts of the database it reads from.
+            name: "NATS stream: every event once, in order",
+            verdict: holds(
+              relayed.firstSeq === 1 &&
+                relayed.lastSeq >= feed.pages.last &&
+                relayed.messages === relayed.lastSeq &&
+                relayed.misplaced === 0,
+            ),
+            detail: `${relayed.messages} messages at sequences ${relayed.firstSeq}..${relayed.lastSeq} (the feed's followers read to ${feed.pages.last}); of ${relayed.sampled} sequences read back, ${relayed.misplaced} not holding the event of their number`,
           },
         ]),
     {
