@@ -26,6 +26,7 @@ import { fileURLToPath } from "node:url";
 import { DeliverPolicy, jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { connect as connectNats } from "@nats-io/transport-node";
 import { natsServerAvailable, startNatsServer, type TestNatsServer } from "@posts/adapters-nats/testing";
+import { createParser } from "eventsource-parser";
 import pg from "pg";
 import { recreateDatabase, withDatabase } from "./load/database.js";
 import { median } from "./measure/stats.js";
@@ -230,25 +231,19 @@ function streamReader(url: string, headers: Record<string, string>) {
       headers: { accept: "text/event-stream", ...headers },
       signal: abort.signal,
     });
+    const parser = createParser({
+      onEvent: ({ id, data }) => {
+        if (id === undefined) return;
+        count++;
+        lastId = Number(id);
+        const subject = /"subject":"(\d+)"/.exec(data)?.[1];
+        if (subject !== undefined) arrivals.set(subject, Date.now());
+      },
+    });
     const decoder = new TextDecoder();
-    let buffer = "";
     try {
-      for await (const chunk of response.body ?? []) {
-        buffer += decoder.decode(chunk as Uint8Array, { stream: true });
-        let end = buffer.indexOf("\n\n");
-        while (end >= 0) {
-          const message = buffer.slice(0, end);
-          buffer = buffer.slice(end + 2);
-          const id = /^id: (\d+)$/m.exec(message)?.[1];
-          if (id !== undefined) {
-            count++;
-            lastId = Number(id);
-            const subject = /"subject":"(\d+)"/.exec(message)?.[1];
-            if (subject !== undefined) arrivals.set(subject, Date.now());
-          }
-          end = buffer.indexOf("\n\n");
-        }
-      }
+      for await (const chunk of response.body ?? [])
+        parser.feed(decoder.decode(chunk as Uint8Array, { stream: true }));
     } catch {
       // Aborted.
     }

@@ -8,6 +8,7 @@
 import { once } from "node:events";
 import { createWriteStream, writeFileSync } from "node:fs";
 import { setTimeout as sleep } from "node:timers/promises";
+import { createParser } from "eventsource-parser";
 import { CATCH_UP_MS } from "./soak-analysis.js";
 
 /** One client of the mix: a user, its token, and the posts it may patch. */
@@ -285,30 +286,18 @@ async function followStream(settings: LoadSettings, tally: FeedTally, done: () =
       } else {
         tally.requests++;
         resumes++;
-        const decoder = new TextDecoder();
-        let buffer = "";
-        for await (const chunk of response.body as AsyncIterable<Uint8Array>) {
-          buffer += decoder.decode(chunk, { stream: true });
-          let end = buffer.indexOf("\n\n");
-          while (end >= 0) {
-            const message = buffer.slice(0, end);
-            buffer = buffer.slice(end + 2);
-            end = buffer.indexOf("\n\n");
-            let id: number | undefined;
-            let type = "message";
-            let data = "";
-            for (const line of message.split("\n")) {
-              if (line.startsWith("id: ")) id = Number(line.slice(4));
-              else if (line.startsWith("event: ")) type = line.slice(7);
-              else if (line.startsWith("data: ")) data = line.slice(6);
-            }
-            if (type === "reset") tally.resets++;
-            if (id === undefined) continue;
+        const parser = createParser({
+          onEvent: ({ id, event, data }) => {
+            if (event === "reset") tally.resets++;
+            if (id === undefined) return;
             const subject =
-              type === "post.created" ? (JSON.parse(data) as { subject?: string }).subject : undefined;
-            tally.see(id, type, subject);
-          }
-        }
+              event === "post.created" ? (JSON.parse(data) as { subject?: string }).subject : undefined;
+            tally.see(Number(id), event ?? "message", subject);
+          },
+        });
+        const decoder = new TextDecoder();
+        for await (const chunk of response.body as AsyncIterable<Uint8Array>)
+          parser.feed(decoder.decode(chunk, { stream: true }));
       }
     } catch (error) {
       if ((error as Error).name !== "AbortError") tally.refused++;

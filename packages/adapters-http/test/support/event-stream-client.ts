@@ -1,4 +1,5 @@
 import { type IncomingMessage, request } from "node:http";
+import { createParser } from "eventsource-parser";
 
 /** One message of a Server-Sent Events stream, or a comment line. */
 export interface StreamMessage {
@@ -24,9 +25,8 @@ export interface OpenStream {
 }
 
 /**
- * Opens `path` on 127.0.0.1:`port` with `Accept: text/event-stream` and parses what arrives as
- * the SSE format says (fields per line, a blank line ends a message, a line starting with a
- * colon is a comment), for tests that need the real stream.
+ * Opens `path` on 127.0.0.1:`port` with `Accept: text/event-stream` and parses what arrives
+ * (eventsource-parser, as an SSE client would), for tests that need the real stream.
  */
 export function openStream(
   port: number,
@@ -44,27 +44,19 @@ export function openStream(
     req.on("response", (response) => {
       const messages: StreamMessage[] = [];
       const waiters = new Set<() => void>();
-      let buffer = "";
-      let current: Record<string, string> = {};
+      // Comments are kept too, in order: the keep-alive is one.
+      const parser = createParser({
+        onEvent: ({ id, event, data }) =>
+          messages.push({
+            ...(id === undefined ? {} : { id }),
+            ...(event === undefined ? {} : { event }),
+            data,
+          }),
+        onComment: (comment) => messages.push({ comment: comment.trim() }),
+      });
       response.setEncoding("utf8");
       response.on("data", (chunk: string) => {
-        buffer += chunk;
-        let newline = buffer.indexOf("\n");
-        while (newline >= 0) {
-          const line = buffer.slice(0, newline);
-          buffer = buffer.slice(newline + 1);
-          if (line === "") {
-            if (Object.keys(current).length > 0) messages.push(current);
-            current = {};
-          } else if (line.startsWith(":")) {
-            messages.push({ comment: line.slice(1).trim() });
-          } else {
-            const colon = line.indexOf(":");
-            const value = line.slice(colon + 1);
-            current[line.slice(0, colon)] = value.startsWith(" ") ? value.slice(1) : value;
-          }
-          newline = buffer.indexOf("\n");
-        }
+        parser.feed(chunk);
         for (const wake of waiters) wake();
       });
       const ended = new Promise<void>((done) => {

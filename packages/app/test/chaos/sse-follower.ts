@@ -1,3 +1,5 @@
+import { createParser, type EventSourceMessage } from "eventsource-parser";
+
 /** One event of the feed's Server-Sent Events stream. */
 export interface FeedEvent {
   readonly id: number;
@@ -105,44 +107,25 @@ export class SseFollower {
     }
   }
 
-  /** Parses the stream (WHATWG Server-Sent Events: fields up to a blank line) until it ends. */
+  /** Reads the stream until it ends, or until the follower is done. */
   async #read(body: ReadableStream<Uint8Array>, controller: AbortController): Promise<void> {
+    const parser = createParser({ onEvent: (message) => this.#dispatch(message) });
     const decoder = new TextDecoder();
-    let buffer = "";
-    let fields: { id?: string; event?: string; data: string[] } = { data: [] };
     for await (const chunk of body) {
-      buffer += decoder.decode(chunk, { stream: true });
-      let newline = buffer.indexOf("\n");
-      while (newline >= 0) {
-        const line = buffer.slice(0, newline).replace(/\r$/, "");
-        buffer = buffer.slice(newline + 1);
-        newline = buffer.indexOf("\n");
-        if (line === "") {
-          this.#dispatch(fields);
-          fields = { data: [] };
-          if (this.#done()) {
-            controller.abort();
-            return;
-          }
-          continue;
-        }
-        if (line.startsWith(":")) continue;
-        const colon = line.indexOf(":");
-        const name = colon < 0 ? line : line.slice(0, colon);
-        const value = colon < 0 ? "" : line.slice(colon + 1).replace(/^ /, "");
-        if (name === "id") fields.id = value;
-        else if (name === "event") fields.event = value;
-        else if (name === "data") fields.data.push(value);
+      parser.feed(decoder.decode(chunk, { stream: true }));
+      if (this.#done()) {
+        controller.abort();
+        return;
       }
     }
   }
 
-  #dispatch(fields: { id?: string; event?: string; data: string[] }): void {
-    if (fields.event === "reset") {
-      this.record.resets.push(fields.data.join("\n"));
+  #dispatch(message: EventSourceMessage): void {
+    if (message.event === "reset") {
+      this.record.resets.push(message.data);
       return;
     }
-    if (fields.id === undefined || fields.data.length === 0) return;
-    this.record.ids.push(Number(fields.id));
+    if (message.id === undefined || message.data === "") return;
+    this.record.ids.push(Number(message.id));
   }
 }

@@ -1,3 +1,5 @@
+import { createParser } from "eventsource-parser";
+
 /** One event of a Server-Sent Events stream, with when it arrived. */
 export interface ArrivedEvent {
   readonly id: string | undefined;
@@ -29,35 +31,16 @@ export async function readEventStream(
   });
   const events: ArrivedEvent[] = [];
   const waiters = new Set<() => void>();
+  const parser = createParser({
+    onEvent: (message) =>
+      events.push({ id: message.id, event: message.event, data: message.data, arrivedAt: Date.now() }),
+  });
   void (async () => {
     if (response.body === null) return;
     const decoder = new TextDecoder();
-    let buffer = "";
-    let current: Record<string, string> = {};
     try {
       for await (const chunk of response.body) {
-        buffer += decoder.decode(chunk as Uint8Array, { stream: true });
-        let newline = buffer.indexOf("\n");
-        while (newline >= 0) {
-          const line = buffer.slice(0, newline);
-          buffer = buffer.slice(newline + 1);
-          if (line === "") {
-            if (Object.keys(current).length > 0) {
-              events.push({
-                id: current.id,
-                event: current.event,
-                data: current.data,
-                arrivedAt: Date.now(),
-              });
-            }
-            current = {};
-          } else if (!line.startsWith(":")) {
-            const colon = line.indexOf(":");
-            const value = line.slice(colon + 1);
-            current[line.slice(0, colon)] = value.startsWith(" ") ? value.slice(1) : value;
-          }
-          newline = buffer.indexOf("\n");
-        }
+        parser.feed(decoder.decode(chunk as Uint8Array, { stream: true }));
         for (const wake of waiters) wake();
       }
     } catch {
