@@ -111,8 +111,22 @@ export class Transport {
     const headers: Record<string, string> = { accept: "application/json", ...request.headers };
     if (this.#options.token !== undefined) headers["x-auth-token"] = this.#options.token;
     if (request.body !== undefined) headers["content-type"] = "application/json";
-    const timeout = AbortSignal.timeout(call.timeoutMs ?? this.#options.timeoutMs ?? 10_000);
-    const signal = call.signal === undefined ? timeout : AbortSignal.any([call.signal, timeout]);
+    // One controller per attempt, aborted by the timer or by the caller's signal through a
+    // listener removed afterwards: `AbortSignal.any([call.signal, …])` would leave a WeakRef in a
+    // caller's long-lived signal at every request, which Node 20 never clears.
+    const attempt = new AbortController();
+    let timedOut = false;
+    const timer = setTimeout(
+      () => {
+        timedOut = true;
+        attempt.abort();
+      },
+      call.timeoutMs ?? this.#options.timeoutMs ?? 10_000,
+    );
+    const cancel = () => attempt.abort(call.signal?.reason);
+    call.signal?.addEventListener("abort", cancel, { once: true });
+    if (call.signal?.aborted) cancel();
+    const signal = attempt.signal;
     const fetchImpl = this.#options.fetch ?? globalThis.fetch;
     try {
       const response = await fetchImpl(url, {
@@ -125,7 +139,7 @@ export class Transport {
       return { answer: { status: response.status, headers: response.headers, text, url: url.toString() } };
     } catch (cause) {
       if (call.signal?.aborted) return { error: aborted(false) };
-      if (timeout.aborted)
+      if (timedOut)
         return {
           error: {
             kind: "timeout",
@@ -143,6 +157,9 @@ export class Transport {
           maybeApplied: false,
         },
       };
+    } finally {
+      clearTimeout(timer);
+      call.signal?.removeEventListener("abort", cancel);
     }
   }
 }
