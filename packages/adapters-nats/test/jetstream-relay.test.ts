@@ -2,7 +2,7 @@ import { jetstream, jetstreamManager, StorageType } from "@nats-io/jetstream";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { type JetStreamRelay, STREAM_NAME, startJetStreamRelay } from "@posts/adapters-nats";
 import { natsServerAvailable, startNatsServer, type TestNatsServer } from "@posts/adapters-nats/testing";
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
 import { MemoryEventLog, staleView } from "./support/memory-event-log.js";
 import { MemoryLeaseArbiter, splitBrainLease } from "./support/memory-lease.js";
 import { eventually, expectExactly, streamWith } from "./support/stream-checks.js";
@@ -149,5 +149,27 @@ describe.skipIf(skip)("the JetStream relay", () => {
     log.prune(31);
     log.append(10);
     expectExactly(await streamWith(server.url, 30), 31, 60, 1);
+  });
+
+  it("waits for events without combining its lease's signal at each wait (Node 20 keeps a WeakRef per AbortSignal.any)", async () => {
+    const log = new MemoryEventLog();
+    log.append(5);
+    const combined = vi.spyOn(AbortSignal, "any");
+    try {
+      const relay = start({ events: log, lease: new MemoryLeaseArbiter().leaseFor("a"), idleRecheckMs: 5 });
+      await streamWith(server.url, 5);
+      const readsBefore = log.reads;
+      // About forty idle waits, each ended by the recheck, and a few woken by new events.
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      log.append(3);
+      await streamWith(server.url, 8);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      expect(log.reads - readsBefore).toBeGreaterThan(10);
+      // Once, when it took the lease: never per wait.
+      expect(combined.mock.calls.length).toBeLessThanOrEqual(1);
+      expect(relay.status().acknowledged).toBe(8);
+    } finally {
+      combined.mockRestore();
+    }
   });
 });
