@@ -62,10 +62,9 @@ export interface JetStreamRelay {
   stop(): Promise<void>;
 }
 
-/** What the stream answers a publish it stored, or stored before (a duplicate). */
+/** Where the stream stored a publish (or had stored it before, for a duplicate). */
 interface PublishAck {
   readonly seq: number;
-  readonly duplicate: boolean;
 }
 
 /** The stream's answer to one publish; throws what the stream refused, as `js.publish` would. */
@@ -74,13 +73,12 @@ function parseAck(reply: Msg): PublishAck {
   if (reply.headers?.code === 503) throw new Error(`no stream captures the subjects of ${STREAM_NAME}`);
   const ack = reply.json<{
     seq?: number;
-    duplicate?: boolean;
     error?: ConstructorParameters<typeof JetStreamApiError>[0];
   }>();
   if (ack.error !== undefined) throw new JetStreamApiError(ack.error);
   if (typeof ack.seq !== "number")
     throw new Error(`the stream's acknowledgement has no sequence: ${reply.string()}`);
-  return { seq: ack.seq, duplicate: ack.duplicate === true };
+  return { seq: ack.seq };
 }
 
 /** Where the stream ends: its last sequence and the event stored there (0 and 0 when empty). */
