@@ -106,6 +106,10 @@ export class PostgresChangeEventLog implements ChangeEventLog {
   #again = false;
   #closed = false;
   #lastHeard = 0;
+  // Where the scan of the rows still to number starts: a transaction id (xid8, as text) below
+  // which every row is numbered. Its own runs move it; a run of another instance leaves it
+  // behind, which costs a longer scan and nothing else.
+  #floor = "0";
 
   constructor(db: Kysely<Database>, options: PostgresChangeEventLogOptions = {}) {
     this.#db = db;
@@ -194,31 +198,48 @@ export class PostgresChangeEventLog implements ChangeEventLog {
    * or another, holds the sequencer's lock. Exposed for tests; `wake` is how the log runs it.
    */
   async numberPending(): Promise<number | "busy"> {
-    return this.#db.transaction().execute(async (trx) => {
+    let horizon: string | undefined;
+    const numbered = await this.#db.transaction().execute(async (trx) => {
       const lock = await sql<{ locked: boolean }>`
         SELECT pg_try_advisory_xact_lock(${SEQUENCER_LOCK}) AS locked`.execute(trx);
       if (lock.rows[0]?.locked !== true) return "busy";
       // Each statement of a READ COMMITTED transaction sees what committed before it began: here,
       // every number given by the runs that held the lock before this one.
-      const done = await sql<{ last: number | null; count: number }>`
+      //
+      // The rows still to number are looked for from the floor up, in the index of such rows by
+      // writing transaction: the entries of rows numbered since the table was last vacuumed stay
+      // in that index, and a scan from its start walked all of them on every run. The statement
+      // also answers its snapshot's xmin: every transaction below it had ended when the snapshot
+      // was taken, so their rows were all visible to this statement and are numbered by it
+      // (unless the batch was full); a transaction still running, or not yet begun, has an id
+      // at or above it. That is the next run's floor.
+      const done = await sql<{ last: number | null; count: number; horizon: string }>`
         WITH base AS (SELECT coalesce(max(number), 0) AS last FROM post_events),
         todo AS (
           SELECT seq, row_number() OVER (ORDER BY seq) AS rank
-          FROM post_events WHERE number IS NULL ORDER BY seq LIMIT ${BATCH}
+          FROM post_events WHERE number IS NULL AND xid >= ${this.#floor}::xid8
+          ORDER BY seq LIMIT ${BATCH}
         ),
         numbered AS (
           UPDATE post_events e SET number = base.last + todo.rank, numbered_at = now()
           FROM base, todo WHERE e.seq = todo.seq
           RETURNING e.number
         )
-        SELECT max(number) AS last, count(*) AS count FROM numbered`.execute(trx);
+        SELECT max(number) AS last, count(*) AS count,
+               pg_snapshot_xmin(pg_current_snapshot())::text AS horizon
+        FROM numbered`.execute(trx);
       const row = done.rows[0];
       const count = parseInt8(row?.count ?? 0);
+      if (row !== undefined && count < BATCH) horizon = row.horizon;
       if (count > 0 && row?.last !== null && row?.last !== undefined) {
         await sql`SELECT pg_notify(${NUMBERED_CHANNEL}, ${String(parseInt8(row.last))})`.execute(trx);
       }
       return count;
     });
+    // Raised only once the numbers are committed: rolled back, they would leave rows still to
+    // number below the new floor, where no run would look again.
+    if (horizon !== undefined && BigInt(horizon) > BigInt(this.#floor)) this.#floor = horizon;
+    return numbered;
   }
 
   // One cheap statement (two index probes), so that the check costs next to nothing while idle.
@@ -227,7 +248,9 @@ export class PostgresChangeEventLog implements ChangeEventLog {
     try {
       const { rows } = await sql<{ last: number | null; pending: boolean }>`
         SELECT (SELECT max(number) FROM post_events) AS last,
-               EXISTS (SELECT 1 FROM post_events WHERE number IS NULL) AS pending`.execute(this.#db);
+               EXISTS (SELECT 1 FROM post_events WHERE number IS NULL AND xid >= ${this.#floor}::xid8) AS pending`.execute(
+        this.#db,
+      );
       const row = rows[0];
       if (row?.pending === true) this.wake();
       this.#tell(row?.last === null || row?.last === undefined ? 0 : parseInt8(row.last));
@@ -282,12 +305,16 @@ export class PostgresChangeEventLog implements ChangeEventLog {
   }
 
   async deleteNumberedBefore(before: Date): Promise<number> {
-    // Only a prefix of the numbers goes, so that what is kept has no gap even if the database's
-    // clock stepped back; and never the newest, from which numbering goes on.
+    // Only a prefix of the numbers goes, up to the first event numbered at or after `before`, so
+    // that what is kept has no gap even if the database's clock stepped back; and never the
+    // newest, from which numbering goes on. The first kept is found by walking the number index
+    // from the oldest (`numbered_at` has no index of its own: every event would pay for its entry,
+    // and the walk reads only the rows the statement deletes anyway, and one more).
     const result = await sql`
       DELETE FROM post_events
-      WHERE number <= (SELECT max(number) FROM post_events WHERE numbered_at < ${before.toISOString()})
-        AND number < (SELECT max(number) FROM post_events)`.execute(this.#db);
+      WHERE number < coalesce(
+        (SELECT min(number) FROM post_events WHERE numbered_at >= ${before.toISOString()}),
+        (SELECT max(number) FROM post_events))`.execute(this.#db);
     return Number(result.numAffectedRows ?? 0);
   }
 }

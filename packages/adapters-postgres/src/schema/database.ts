@@ -1,4 +1,4 @@
-import type { ColumnType, GeneratedAlways } from "kysely";
+import type { ColumnType, Generated, GeneratedAlways } from "kysely";
 
 /**
  * A `timestamptz` column: read as a `Date` (the instant), written as an ISO 8601 string with
@@ -59,6 +59,12 @@ export interface IdempotencyKeysTable {
 export interface PostEventsTable {
   /** Insertion order; never shown. */
   readonly seq: GeneratedAlways<number>;
+  /**
+   * The transaction that wrote the row (`pg_current_xact_id()`, a 64-bit id, as a string): where
+   * the sequencer's scan of the rows still to number starts. Null on rows numbered before it
+   * was recorded (migration 0008).
+   */
+  readonly xid: Generated<string | null>;
   /** The public event number; null until the sequencer has given it. */
   number: number | null;
   /** When the sequencer gave the number (the database's clock); retention counts from it. */

@@ -1,7 +1,8 @@
-import { PostgresChangeEventLog } from "@posts/adapters-postgres";
+import { createPostgresDatabase, PostgresChangeEventLog } from "@posts/adapters-postgres";
 import { openTestDatabase, type TestDatabase } from "@posts/adapters-postgres/testing";
 import type { PostChangeEvent } from "@posts/domain";
 import fc from "fast-check";
+import { sql } from "kysely";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
@@ -111,6 +112,82 @@ describe("numbering change events on PostgreSQL, under interleaved transactions"
       [start + 3, early],
     ]);
     expectNoGap(await visible());
+  });
+
+  it("finds the event of a transaction older than several runs, whether it wrote before them or after", async () => {
+    const start = await numberAll();
+    // T0 writes its event and stays open; T1 takes its transaction id now and writes only later.
+    await query(0, "BEGIN");
+    const wroteEarly = await insertPost(0, "written before the runs");
+    await query(1, "BEGIN");
+    await query(1, "SELECT pg_current_xact_id()");
+    // Runs that number other transactions' events, each moving the log's floor as far as it may.
+    const others: number[] = [];
+    for (let run = 0; run < 3; run++) {
+      others.push(await insertPost(2, `other ${run}`));
+      expect(await log.numberPending()).toBe(1);
+    }
+    const wroteLate = await insertPost(1, "written after the runs");
+    await query(1, "COMMIT");
+    await query(0, "COMMIT");
+    expect(await log.numberPending()).toBe(2);
+    const events = await log.readAfter(start, 100);
+    expect(events.map((event) => event.postId)).toEqual([...others, wroteEarly, wroteLate]);
+    expectNoGap(events);
+  });
+
+  it("looks for the events still to number above its floor, not through every event numbered since the last vacuum", async () => {
+    // As on a server whose autovacuum has not come round yet: the numbered rows' old versions,
+    // and their entries in the index of rows to number, stay.
+    await query(0, "ALTER TABLE post_events SET (autovacuum_enabled = false)");
+    try {
+      await query(
+        0,
+        `INSERT INTO posts (title, content, created_at, updated_at, user_id)
+         SELECT 'bulk ' || g, 'c', now(), now(), $1 FROM generate_series(1, 20000) g`,
+        [authorId],
+      );
+      await numberAll();
+      const stats = async () =>
+        (
+          await query<{ scans: string; blocks: string }>(
+            3,
+            `SELECT pg_stat_clear_snapshot(), s.idx_scan AS scans, io.idx_blks_hit + io.idx_blks_read AS blocks
+             FROM pg_stat_user_indexes s JOIN pg_statio_user_indexes io USING (indexrelid)
+             WHERE s.indexrelname = 'post_events_pending_idx'`,
+          )
+        ).map((row) => ({ scans: Number(row.scans), blocks: Number(row.blocks) }))[0] ?? {
+          scans: 0,
+          blocks: 0,
+        };
+      // Statistics reach the view when a backend flushes them, up to a second after its statement.
+      const settled = async (scans: number) => {
+        for (let tries = 0; tries < 50; tries++) {
+          const now = await stats();
+          if (now.scans >= scans) return now;
+          await new Promise((resolve) => setTimeout(resolve, 100));
+        }
+        throw new Error(`the index statistics did not reach ${scans} scans`);
+      };
+      // A log of its own on one connection, so that it can flush that backend's statistics at
+      // once (an idle backend otherwise sends them up to ten seconds later).
+      const own = createPostgresDatabase({ connectionString: database.connectionString ?? "", poolSize: 1 });
+      try {
+        const ownLog = new PostgresChangeEventLog(own.db);
+        const flush = () => sql`SELECT pg_stat_force_next_flush()`.execute(own.db);
+        expect(await ownLog.numberPending()).toBe(0);
+        await flush();
+        const before = await settled(0);
+        for (let run = 0; run < 10; run++) expect(await ownLog.numberPending()).toBe(0);
+        await flush();
+        const after = await settled(before.scans + 10);
+        expect(after.blocks - before.blocks).toBeLessThanOrEqual(10 * 3);
+      } finally {
+        await own.close();
+      }
+    } finally {
+      await query(0, "ALTER TABLE post_events RESET (autovacuum_enabled)");
+    }
   });
 
   it("numbers two changes of one post in the order of its versions, though their transactions began the other way round", async () => {
@@ -248,6 +325,76 @@ describe("numbering change events on PostgreSQL, under interleaved transactions"
       stop();
       await checked.close();
     }
+  });
+
+  it("retention forgets only the oldest run of numbers stamped before the cut, even when the clock stepped back", async () => {
+    const first = (await numberAll()) + 1;
+    for (const title of ["r1", "r2", "r3", "r4"]) await insertPost(0, title);
+    await numberAll();
+    // The database's clock stepped back while r3 was numbered: r3 looks older than r2.
+    await query(0, "UPDATE post_events SET numbered_at = now() - interval '1 hour' WHERE number <= $1", [
+      first,
+    ]);
+    await query(0, "UPDATE post_events SET numbered_at = now() + interval '1 hour' WHERE number = $1", [
+      first + 1,
+    ]);
+    await query(0, "UPDATE post_events SET numbered_at = now() - interval '1 hour' WHERE number = $1", [
+      first + 2,
+    ]);
+    await query(0, "UPDATE post_events SET numbered_at = now() + interval '1 hour' WHERE number = $1", [
+      first + 3,
+    ]);
+
+    // Everything before `first + 1` goes; r3, though stamped before the cut, stays behind r2.
+    expect(await log.deleteNumberedBefore(new Date())).toBe(first);
+    expect(numbers(await visible())).toEqual([first + 1, first + 2, first + 3]);
+    // All older than the cut: everything but the newest goes, and numbering goes on after it.
+    expect(await log.deleteNumberedBefore(new Date(Date.now() + 7_200_000))).toBe(2);
+    await insertPost(0, "r5");
+    await numberAll();
+    expect(numbers(await visible())).toEqual([first + 3, first + 4]);
+  });
+
+  it("reads, numbers and sweeps through the outbox's indexes, not by reading the table", async () => {
+    await query(0, "ANALYZE post_events");
+    // Plans as the statements would get them on a large table, which this one is not.
+    await query(0, "SET enable_seqscan = off");
+    try {
+      const plan = async (statement: string) =>
+        (await query<{ "QUERY PLAN": string }>(0, `EXPLAIN (COSTS OFF) ${statement}`))
+          .map((row) => row["QUERY PLAN"])
+          .join("\n");
+      const reads = async (statement: string, index: string) => {
+        const text = await plan(statement);
+        expect(text).toContain(index);
+        expect(text).not.toContain("Seq Scan");
+      };
+      await reads(
+        "SELECT * FROM post_events WHERE number > 5 ORDER BY number LIMIT 100",
+        "post_events_number_idx",
+      );
+      await reads("SELECT max(number) FROM post_events", "post_events_number_idx");
+      await reads(
+        "SELECT min(number) FROM post_events WHERE numbered_at >= now() - interval '1 day'",
+        "post_events_number_idx",
+      );
+      await reads(
+        "SELECT seq FROM post_events WHERE number IS NULL AND xid >= '1000'::xid8 ORDER BY seq LIMIT 5000",
+        "post_events_pending_idx",
+      );
+    } finally {
+      await query(0, "RESET enable_seqscan");
+    }
+    // Two index entries per event at insert (its `seq`, and the rows still to number), not four.
+    const indexes = await query<{ indexdef: string }>(
+      0,
+      "SELECT indexdef FROM pg_indexes WHERE tablename = 'post_events' AND schemaname = current_schema() ORDER BY indexname",
+    );
+    expect(indexes.map((row) => row.indexdef.replace(/ ON \S+\./, " ON "))).toEqual([
+      "CREATE UNIQUE INDEX post_events_number_idx ON post_events USING btree (number) WHERE (number IS NOT NULL)",
+      "CREATE INDEX post_events_pending_idx ON post_events USING btree (xid) WHERE (number IS NULL)",
+      "CREATE UNIQUE INDEX post_events_pkey ON post_events USING btree (seq)",
+    ]);
   });
 
   // A model of what must hold, checked on random interleavings of a few transactions, each a

@@ -19,6 +19,7 @@ const ALL = [
   "0005_author_pages_from_the_index",
   "0006_post_change_events",
   "0007_post_events_without_a_notification_per_change",
+  "0008_post_events_cheaper_to_write_and_to_number",
 ];
 const TABLES = [
   "attempt_counts",
