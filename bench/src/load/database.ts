@@ -72,8 +72,9 @@ export const KOREAN_EVERY = 20;
  * (whatever the migrations named them) are dropped for the insert and built again after it, as
  * the migrations defined them: building a GIN index once is many times faster than keeping it up
  * to date row by row. The posts are seeded without change events (their triggers are off for the
- * insert): they stand for history from before the run. Ends with VACUUM ANALYZE: statistics for the planner, hint bits and the
- * visibility map set, and no GIN pending list left for the first measured round.
+ * insert): they stand for history from before the run. Ends with VACUUM ANALYZE: statistics for
+ * the planner, hint bits and the visibility map set, and no GIN pending list left for the first
+ * measured round.
  */
 export async function seed(
   sql: Sql,
