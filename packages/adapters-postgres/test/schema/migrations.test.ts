@@ -4,6 +4,7 @@ import {
   type MigrationError,
   type MigrationSummary,
   migrateToLatest,
+  PostgresChangeEventLog,
 } from "@posts/adapters-postgres";
 import { migrateTo } from "@posts/adapters-postgres/testing";
 import { Kysely, PostgresDialect, sql } from "kysely";
@@ -299,5 +300,55 @@ describe.each(ENGINES)("upgrading a filled database on %s", (engine) => {
       { key: "upgraded", expiresAt: new Date(Date.now() + 60_000) },
     );
     expect(created).toStrictEqual({ ok: true, value: { id: 51, replayed: false } });
+  });
+
+  it("numbers after 0008 the events 0007 left unnumbered, after those it had numbered, and goes back down", async () => {
+    await migrateTo(db(), "0007_post_events_without_a_notification_per_change");
+    await sql`DELETE FROM posts`.execute(db());
+    await sql`DELETE FROM post_events`.execute(db());
+    await sql`INSERT INTO users (email, password_hash, created_at) VALUES ('events@example.com', 'h', now())`.execute(
+      db(),
+    );
+    const insertPosts = (from: number, to: number) =>
+      sql`
+        INSERT INTO posts (title, content, created_at, updated_at, user_id)
+        SELECT 'event ' || g, 'c', now(), now(), (SELECT max(id) FROM users)
+        FROM generate_series(${from}::int, ${to}::int) g`.execute(db());
+    // Three events numbered under 0007 (as its sequencer did), two left to number.
+    await insertPosts(1, 3);
+    await sql`
+      UPDATE post_events SET number = r.rank, numbered_at = now()
+      FROM (SELECT seq, row_number() OVER (ORDER BY seq) AS rank FROM post_events) r
+      WHERE post_events.seq = r.seq`.execute(db());
+    await insertPosts(4, 5);
+
+    expect((await migrateToLatest(db())).applied).toEqual(ALL.slice(7));
+    const log = new PostgresChangeEventLog(db());
+    expect(await log.numberPending()).toBe(2);
+    await insertPosts(6, 6);
+    expect(await log.numberPending()).toBe(1);
+    const titles = (await log.readAfter(0, 100)).map((event) => [
+      event.number,
+      event.type === "post.deleted" ? undefined : event.post.title,
+    ]);
+    expect(titles).toEqual([1, 2, 3, 4, 5, 6].map((n) => [n, `event ${n}`]));
+
+    // Down again: 0007's indexes and no xid column; its sequencer's statement still numbers.
+    await migrateTo(db(), "0007_post_events_without_a_notification_per_change");
+    await insertPosts(7, 7);
+    await sql`
+      UPDATE post_events SET number = (SELECT max(number) FROM post_events) + 1, numbered_at = now()
+      WHERE number IS NULL`.execute(db());
+    const columns = await sql<{ column_name: string }>`
+      SELECT column_name FROM information_schema.columns
+      WHERE table_schema = current_schema() AND table_name = 'post_events' AND column_name = 'xid'`.execute(
+      db(),
+    );
+    expect(columns.rows).toEqual([]);
+    const numbers = await sql<{ number: string }>`SELECT number FROM post_events ORDER BY number`.execute(
+      db(),
+    );
+    expect(numbers.rows.map((row) => Number(row.number))).toEqual([1, 2, 3, 4, 5, 6, 7]);
+    expect((await migrateToLatest(db())).applied).toEqual(ALL.slice(7));
   });
 });
