@@ -108,7 +108,8 @@ export class PostgresChangeEventLog implements ChangeEventLog {
   #lastHeard = 0;
   // Where the scan of the rows still to number starts: a transaction id (xid8, as text) below
   // which every row is numbered. Its own runs move it; a run of another instance leaves it
-  // behind, which costs a longer scan and nothing else.
+  // behind, which costs a longer scan and nothing else. A transaction left open anywhere on the
+  // server holds it back for as long (and vacuum too), so the scan is then as long as before.
   #floor = "0";
 
   constructor(db: Kysely<Database>, options: PostgresChangeEventLogOptions = {}) {
