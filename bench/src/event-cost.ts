@@ -19,10 +19,8 @@
  *
  * Prints JSON; bench/RESULTS.md keeps it.
  */
-import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
-import { fileURLToPath } from "node:url";
 import { DeliverPolicy, jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { connect as connectNats } from "@nats-io/transport-node";
 import { natsServerAvailable, startNatsServer, type TestNatsServer } from "@posts/adapters-nats/testing";
@@ -30,9 +28,8 @@ import { createParser } from "eventsource-parser";
 import pg from "pg";
 import { recreateDatabase, withDatabase } from "./load/database.js";
 import { median } from "./measure/stats.js";
-import { cpuSeconds, processCpu } from "./servers/server-process.js";
+import { cpuSeconds, processCpu, startBuiltService } from "./servers/server-process.js";
 
-const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 const SERVER = process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
 const DATABASE = "posts_bench_events";
 const ROUNDS = Number(process.env.ROUNDS ?? "6");
@@ -42,23 +39,6 @@ const DELAYS = Number(process.env.DELAYS ?? "300");
 // The bench's own NATS server: a port no test uses (their servers take 21301–21309).
 const NATS_PORT = 21321;
 const WITH_NATS = process.env.NATS !== "off" && natsServerAvailable();
-
-function startService(env: Record<string, string>): Promise<{ child: ChildProcess; base: string }> {
-  const child = spawn(process.execPath, ["packages/app/dist/main.js"], {
-    cwd: ROOT,
-    env: { PATH: process.env.PATH ?? "", PORT: "0", HOST: "127.0.0.1", LOG_LEVEL: "info", ...env },
-    stdio: ["ignore", "pipe", "inherit"],
-  });
-  return new Promise((resolve, reject) => {
-    let output = "";
-    child.stdout?.setEncoding("utf8").on("data", (chunk: string) => {
-      if (output.length < 100_000) output += chunk;
-      const port = /"port":(\d+)/.exec(output)?.[1];
-      if (port !== undefined) resolve({ child, base: `http://127.0.0.1:${port}` });
-    });
-    child.once("exit", (code) => reject(new Error(`the service exited (${code}) before listening`)));
-  });
-}
 
 const json = (token?: string) => ({
   "content-type": "application/json",
@@ -263,7 +243,7 @@ async function main() {
   await recreateDatabase(SERVER, DATABASE);
   const url = withDatabase(SERVER, DATABASE);
   const nats: TestNatsServer | undefined = WITH_NATS ? await startNatsServer(NATS_PORT) : undefined;
-  const { child, base } = await startService({
+  const { child, url: base } = await startBuiltService({
     DATABASE_URL: url,
     JWT_SECRET: randomBytes(48).toString("base64url"),
     LOGIN_THROTTLE_MAX: "100000",

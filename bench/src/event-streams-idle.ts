@@ -6,18 +6,15 @@
  * comments), then makes one change and times its arrival on every stream. Prints the figures as
  * JSON; the README's "Change events" section and bench/RESULTS.md keep them.
  */
-import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { connect, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { fileURLToPath } from "node:url";
 import { recreateDatabase, withDatabase } from "./load/database.js";
-import { residentBytes } from "./servers/server-process.js";
+import { residentBytes, startBuiltService } from "./servers/server-process.js";
 
-const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 const STREAMS = Number(process.env.STREAMS ?? "1000");
 const IDLE_MS = Number(process.env.IDLE_MS ?? "60000");
 const TICKS_PER_SECOND = 100; // USER_HZ on Linux
@@ -60,26 +57,6 @@ async function heapFloorMiB(port: number): Promise<number> {
   return +(floor / 1048576).toFixed(1);
 }
 
-function startService(env: Record<string, string>): Promise<{ child: ChildProcess; port: number }> {
-  const child = spawn(process.execPath, ["packages/app/dist/main.js"], {
-    cwd: ROOT,
-    env: { PATH: process.env.PATH ?? "", PORT: "0", HOST: "127.0.0.1", LOG_LEVEL: "info", ...env },
-    stdio: ["ignore", "pipe", "inherit"],
-  });
-  return new Promise((resolve, reject) => {
-    let output = "";
-    // Info level for the line that says where it listens; request logs are counted in the cost.
-    child.stdout?.setEncoding("utf8").on("data", (chunk: string) => {
-      if (output.length < 100_000) output += chunk;
-      const port = /"port":(\d+)/.exec(output)?.[1];
-      if (port !== undefined) resolve({ child, port: Number(port) });
-    });
-    child.once("exit", (code) =>
-      reject(new Error(`the service exited (${code}) before listening: ${output}`)),
-    );
-  });
-}
-
 function openStream(port: number): Promise<{ socket: Socket; received: () => string }> {
   return new Promise((resolve, reject) => {
     let text = "";
@@ -119,7 +96,7 @@ async function main() {
           DATABASE_URL: withDatabase(server, "posts_bench_streams"),
           JWT_SECRET: randomBytes(48).toString("base64url"),
         };
-  const { child, port } = await startService(env);
+  const { child, port } = await startBuiltService(env);
   const pid = child.pid as number;
   const streams: { socket: Socket; received: () => string }[] = [];
   try {

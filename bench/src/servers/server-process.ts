@@ -2,6 +2,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { closeSync, openSync, readFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { setTimeout as sleep } from "node:timers/promises";
+import { fileURLToPath } from "node:url";
 
 /** A server under test, running as a child process of the harness. */
 export interface ServerProcess {
@@ -15,6 +16,37 @@ export interface ServerProcess {
   alive(): boolean;
   stop(): Promise<void>;
 }
+
+/**
+ * Starts the built service on a port of its own choosing (`PORT=0`) with `env` over a minimal
+ * environment (PATH, loopback, log level info), its stdout read for the line that says where it
+ * listens and its stderr passed through; resolves with the process and its port, and rejects with
+ * what it printed if it exits first. For the benches that watch one service process (its CPU, its
+ * heap) rather than compare servers, which `startServer` does.
+ */
+export function startBuiltService(
+  env: Record<string, string>,
+): Promise<{ readonly child: ChildProcess; readonly port: number; readonly url: string }> {
+  const child = spawn(process.execPath, [fileURLToPath(SERVICE_ENTRY)], {
+    env: { PATH: process.env.PATH ?? "", PORT: "0", HOST: "127.0.0.1", LOG_LEVEL: "info", ...env },
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  return new Promise((resolve, reject) => {
+    let output = "";
+    // Info level for the line that says where it listens; request logs are counted in the cost.
+    child.stdout?.setEncoding("utf8").on("data", (chunk: string) => {
+      if (output.length < 100_000) output += chunk;
+      const port = /"port":(\d+)/.exec(output)?.[1];
+      if (port !== undefined) resolve({ child, port: Number(port), url: `http://127.0.0.1:${port}` });
+    });
+    child.once("exit", (code) =>
+      reject(new Error(`the service exited (${code}) before listening: ${output}`)),
+    );
+  });
+}
+
+// bench/dist/servers/ → the repository's root.
+const SERVICE_ENTRY = new URL("../../../packages/app/dist/main.js", import.meta.url);
 
 /** The last `lines` lines of `file`, or "" when it cannot be read. */
 export function tail(file: string, lines = 20): string {
