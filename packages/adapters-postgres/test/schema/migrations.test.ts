@@ -333,7 +333,7 @@ describe.each(ENGINES)("upgrading a filled database on %s", (engine) => {
     ]);
     expect(titles).toEqual([1, 2, 3, 4, 5, 6].map((n) => [n, `event ${n}`]));
 
-    // Down again: 0007's indexes and no xid column; its sequencer's statement still numbers.
+    // Down again: no xid column, and the outbox still takes numbers after the last one given.
     await migrateTo(db(), "0007_post_events_without_a_notification_per_change");
     await insertPosts(7, 7);
     await sql`
