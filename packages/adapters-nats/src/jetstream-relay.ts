@@ -239,6 +239,9 @@ class Relay {
         this.#acknowledged++;
       }
       progressed();
+      // A short batch read the log to its end: what follows is known only once it is numbered,
+      // so wait for that (at once if it already is) rather than spend a read on finding nothing.
+      if (batch.length < this.#batchSize) await this.#waitForNew(event, leading);
     }
   }
 

@@ -25,8 +25,10 @@ export interface RelayEventLog {
    */
   readAfter(after: number, limit: number): Promise<readonly RelayedEvent[]>;
   /**
-   * Resolves once events numbered above `after` may exist, or when `signal` aborts (resolving
-   * or rejecting: both are fine). May resolve early; the relay reads and asks again.
+   * Resolves once events numbered above `after` may exist (at once when they already do), or
+   * when `signal` aborts (resolving or rejecting: both are fine). May resolve early; the relay
+   * reads and asks again. The relay calls it after each batch shorter than its batch size as
+   * well, instead of reading again, so a late resolve delays every event after such a batch.
    */
   waitForNew(after: number, signal: AbortSignal): Promise<void>;
 }

@@ -151,6 +151,19 @@ describe.skipIf(skip)("the JetStream relay", () => {
     expectExactly(await streamWith(server.url, 30), 31, 60, 1);
   });
 
+  it("reads the log once per batch: after a short batch it waits to be told of more instead of reading nothing", async () => {
+    const log = new MemoryEventLog();
+    log.append(5);
+    start({ events: log, lease: new MemoryLeaseArbiter().leaseFor("a") });
+    expectExactly(await streamWith(server.url, 5), 1, 5);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(log.reads).toBe(1);
+    log.append(3);
+    expectExactly(await streamWith(server.url, 8), 1, 8);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(log.reads).toBe(2);
+  });
+
   it("waits for events without combining its lease's signal at each wait (Node 20 keeps a WeakRef per AbortSignal.any)", async () => {
     const log = new MemoryEventLog();
     log.append(5);

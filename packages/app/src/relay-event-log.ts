@@ -12,34 +12,62 @@ export interface NumberedEventSource<E> {
  * The event log as the relay reads it: each event serialized by `toRelayed` (the same CloudEvent
  * the feed serves, so that the stream carries the feed's bytes), and a wait for new numbers built
  * on the log's subscription.
+ *
+ * The view subscribes once, when made, and keeps the newest number it has heard of, starting from
+ * one read of `lastNumber`: so a wait knows at once whether the log has moved past `after`,
+ * without a statement. A subscription made per wait would have to ask `lastNumber` each time for
+ * what was numbered between the relay's read and the subscription: one more statement per batch
+ * for the database, under a steady stream of writes (bench/RESULTS.md, "The relay's reads").
+ * The subscription lasts as long as the log; the log drops its listeners when it closes.
  */
 export function relayEventLogOf<E>(
   source: NumberedEventSource<E>,
   toRelayed: (event: E) => RelayedEvent,
 ): RelayEventLog {
+  let heard = 0;
+  const waiters = new Set<{ readonly after: number; readonly wake: () => void }>();
+  const hear = (last: number) => {
+    if (last <= heard) return;
+    heard = last;
+    for (const waiter of waiters) if (last > waiter.after) waiter.wake();
+  };
+  source.subscribe(hear);
+  // Until `lastNumber` has answered once, a wait cannot tell what was numbered before the
+  // subscription began. Asked by the first wait (a service without a relay never asks), and
+  // again by the next one if it failed.
+  let learned = false;
+  let learning: Promise<boolean> | undefined;
+  const learn = () =>
+    (learning ??= source.lastNumber().then(
+      (last) => {
+        learned = true;
+        hear(last);
+        return true;
+      },
+      () => {
+        learning = undefined;
+        return false;
+      },
+    ));
+
   return {
     readAfter: async (after, limit) => (await source.readAfter(after, limit)).map(toRelayed),
-    waitForNew: (after, signal) =>
-      new Promise<void>((resolve) => {
-        let stop = () => {};
-        const done = () => {
-          stop();
-          signal.removeEventListener("abort", done);
-          resolve();
-        };
-        if (signal.aborted) return resolve();
-        signal.addEventListener("abort", done, { once: true });
-        stop = source.subscribe((last) => {
-          if (last > after) done();
-        });
-        // Events numbered between the relay's last read and the subscription made no call.
-        source.lastNumber().then(
-          (last) => {
-            if (last > after) done();
+    waitForNew: async (after, signal) => {
+      // Failing, it resolves at once: the relay's next read meets the same failure and reports it.
+      if (!learned && !(await learn())) return;
+      if (heard > after || signal.aborted) return;
+      await new Promise<void>((resolve) => {
+        const waiter = {
+          after,
+          wake: () => {
+            waiters.delete(waiter);
+            signal.removeEventListener("abort", waiter.wake);
+            resolve();
           },
-          // The relay's next read meets the same failure and reports it.
-          () => done(),
-        );
-      }),
+        };
+        waiters.add(waiter);
+        signal.addEventListener("abort", waiter.wake, { once: true });
+      });
+    },
   };
 }
