@@ -223,6 +223,53 @@ interface SliceOfRound {
   readonly probe: Slice | undefined;
 }
 
+/** Longest the bench waits for a server's statements to end after its slice (then cancels them). */
+const DRAIN_MS = 60_000;
+
+/**
+ * Waits until no statement of the server `applicationName` is running on the bench database.
+ * When a slice ends, the load's connections close, but a statement a server had sent goes on in
+ * PostgreSQL: a server whose statements take seconds (the baseline's search of a rare term on ten
+ * million posts walks the primary key for seconds) would otherwise go on loading the database
+ * during the next server's slice, and that server would be measured on a busy database. Past
+ * `drainMs` the statements are cancelled; `say` is told of a wait longer than a second.
+ */
+export async function statementsEnded(
+  database: pg.Client,
+  applicationName: string,
+  say: (message: string) => void,
+  drainMs: number = DRAIN_MS,
+): Promise<void> {
+  const running = async () =>
+    Number(
+      (
+        await database.query<{ running: string }>(
+          "select count(*) as running from pg_stat_activity " +
+            "where application_name = $1 and datname = current_database() and state = 'active'",
+          [applicationName],
+        )
+      ).rows[0]?.running ?? 0,
+    );
+  const started = performance.now();
+  const deadline = started + drainMs;
+  while ((await running()) > 0) {
+    if (performance.now() > deadline) {
+      await database.query(
+        "select pg_cancel_backend(pid) from pg_stat_activity " +
+          "where application_name = $1 and datname = current_database() and state = 'active'",
+        [applicationName],
+      );
+      say(`${applicationName}: statements still running ${drainMs / 1000} s after its slice were cancelled`);
+      return;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  const waitedMs = performance.now() - started;
+  // A few milliseconds are the answers in flight when the load stopped: not worth a line.
+  if (waitedMs > 1000)
+    say(`${applicationName}: its statements ran on for ${(waitedMs / 1000).toFixed(1)} s after its slice`);
+}
+
 /**
  * One slice: the load, the CPU of the server and of its PostgreSQL backends, the RSS sampled
  * meanwhile, and for logins the concurrent GETs and the event-loop delay.
@@ -250,6 +297,7 @@ async function measureSlice(
   const rssMaxBytes = rss();
   const databaseCpuSeconds = backendCpuBetween(backendsBefore, await backends());
   const eventLoop = probe === undefined ? undefined : await eventLoopP99Ms(server.url);
+  if (database !== undefined) await statementsEnded(database, applicationName(server.name), log);
   return {
     load,
     cpuSeconds: cpu,
