@@ -12,11 +12,12 @@ export const CURVE_MAX_GROWTH = 1.3;
 
 /**
  * Scenarios whose latency is expected to grow with the table, and why: they are shown, not
- * judged. A cold page reads posts that are not in memory, and at ten million posts less of the
- * table is (bench/RESULTS.md).
+ * judged. A cold page holds posts no recent request read, so neither the service's cache nor
+ * PostgreSQL's buffers hold them, and at ten million posts those buffers hold a smaller share of
+ * the table and its indexes.
  */
 const UNJUDGED: Readonly<Record<string, string>> = {
-  "list-cold": "reads pages outside memory, more of them the larger the table",
+  "list-cold": "reads posts outside every cache but the page cache, a smaller share of the larger table",
 };
 
 /** One scenario of the curve. */
