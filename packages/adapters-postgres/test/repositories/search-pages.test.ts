@@ -175,6 +175,21 @@ describe("search pages on a PostgreSQL server", () => {
         steps: 1,
         postsRead: FIRST_WALK,
       });
+      // Its next pages, for a minute: the step alone, the same answer (also below a cursor).
+      expect(await observe({ limit: 21, search: "very old" })).toEqual({
+        ids: newestOf(21, (g) => g <= 5),
+        resumeBelow: undefined,
+        walks: 0,
+        steps: 1,
+        postsRead: 0,
+      });
+      expect(await observe({ limit: 2, search: "very old", beforeId: byG(4) })).toEqual({
+        ids: [byG(3), byG(2)],
+        resumeBelow: undefined,
+        walks: 0,
+        steps: 1,
+        postsRead: 0,
+      });
       // A term in one post in ten: too many matches for the step, and the rest of the walk fills the page.
       expect(await observe({ limit: 21, search: "tenth" })).toEqual({
         ids: newestOf(21, (g) => g % 10 === 0),
@@ -220,6 +235,42 @@ describe("search pages on a PostgreSQL server", () => {
       });
       // Another term still takes it (in time or not).
       expect(await observe({ limit: 21, search: "very old" }, hurried)).toMatchObject({ steps: 1 });
+
+      // A term that was rare and has grown common: its step alone gives up, the term is forgotten,
+      // and that page walks its whole budget without a second step; the next page starts over.
+      const setGrown = (posts: readonly number[]) =>
+        observed?.pool.query("UPDATE posts SET title = title || ' Grown' WHERE id = ANY($1)", [posts]);
+      const growing = new PostgresPostRepository(server, { searchBudget: BUDGET, searchIndexStepMs: 10_000 });
+      try {
+        await setGrown(ids.slice(0, 3));
+        expect(await observe({ limit: 3, search: "grown" }, growing)).toEqual({
+          ids: [byG(3), byG(2), byG(1)],
+          resumeBelow: undefined,
+          walks: 1,
+          steps: 1,
+          postsRead: FIRST_WALK,
+        });
+        await setGrown(ids.slice(-(BUDGET + 10)));
+        const newest3 = [byG(POSTS), byG(POSTS - 1), byG(POSTS - 2)];
+        expect(await observe({ limit: 3, search: "grown" }, growing)).toEqual({
+          ids: newest3,
+          resumeBelow: undefined,
+          walks: 1,
+          steps: 1,
+          postsRead: BUDGET,
+        });
+        expect(await observe({ limit: 3, search: "grown" }, growing)).toEqual({
+          ids: newest3,
+          resumeBelow: undefined,
+          walks: 1,
+          steps: 0,
+          postsRead: FIRST_WALK,
+        });
+      } finally {
+        await observed?.pool.query(
+          "UPDATE posts SET title = replace(title, ' Grown', '') WHERE title LIKE '% Grown'",
+        );
+      }
     } finally {
       DIRECT_STATEMENTS.delete(server);
       await server.destroy();

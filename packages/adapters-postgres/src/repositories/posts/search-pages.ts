@@ -25,6 +25,15 @@ const DEFAULT_INDEX_STEP_MS = 50;
 const OUT_OF_TIME_MS = 60_000;
 const OUT_OF_TIME_TERMS = 1000;
 
+/**
+ * How long a term whose step answered a page right after the first walk goes straight to the step
+ * (no walk) on its next pages, in milliseconds, and how many such terms are remembered. Such a
+ * term's first walk finds next to nothing and costs a statement and a tenth of the budget's reads
+ * for it; the step alone answers the same page (see `page`).
+ */
+const RARE_MS = 60_000;
+const RARE_TERMS = 1000;
+
 /** The values of one search page statement. */
 interface SearchValues {
   readonly beforeId?: number;
@@ -99,7 +108,9 @@ export function stepBeforeWalk(found: number, read: number, below: number, budge
  * (`stepBeforeWalk`), the step, and the rest of the walk only when the step gives up; for a
  * denser term the rest of the walk, then the step only when the page is still short. Either
  * way a page reads at most `budget` posts and takes the step at most once, and answers what the
- * walk of the whole budget followed by the step would. Elsewhere (PGlite, a term of one or two
+ * walk of the whole budget followed by the step would. A term whose step answered a page right
+ * after the first walk skips that walk on its pages of the next minute: the step alone answers
+ * them, and the term goes back to the walk on the first page whose step gives up. Elsewhere (PGlite, a term of one or two
  * characters, no step time) a page is one walk of the whole budget, and so for a term whose step
  * ran out of time in the last minute.
  *
@@ -125,6 +136,8 @@ export class SearchPages {
   readonly #indexStepMs: number;
   /** Terms whose step ran out of time, with when they may take it again, oldest first. */
   readonly #outOfTime = new Map<string, number>();
+  /** Terms whose step answered a page after the first walk, with until when they skip the walk. */
+  readonly #rare = new Map<string, number>();
   #stepStatements: Variants<PreparedStatement<StepValues, StepRow>> | undefined;
 
   /**
@@ -162,6 +175,19 @@ export class SearchPages {
       this.#indexStepMs > 0 &&
       [...query.search].length >= 3 &&
       !this.#ranOutOfTime(query.search);
+    if (stepping && this.#remembered(this.#rare, query.search)) {
+      // Every match below the cursor from the step alone: the page the walk and the step would
+      // give together, since the walk's matches are among them. When the term has grown too
+      // common for the step, it is forgotten, and this page walks its whole budget (one step a
+      // page at most).
+      const all = await this.#fromTheIndex(query, query.beforeId ?? Number.MAX_SAFE_INTEGER, limit);
+      if (all !== undefined) return { posts: all };
+      this.#rare.delete(query.search);
+      const walked = await this.#walk(query, budget, limit);
+      return walked.posts.length >= limit || walked.stoppedAt === undefined
+        ? { posts: walked.posts }
+        : { posts: walked.posts, resumeBelow: walked.stoppedAt };
+    }
     const firstBudget = stepping ? Math.ceil(budget / FIRST_WALK_SHARE) : budget;
     const first = await this.#walk(query, firstBudget, limit);
     let posts = first.posts;
@@ -173,7 +199,10 @@ export class SearchPages {
       if (stepFirst) {
         const older = await this.#fromTheIndex(query, below, limit - posts.length);
         // Every match below where the walk stopped is known: the page is full, or the search is over.
-        if (older !== undefined) return { posts: [...posts, ...older] };
+        if (older !== undefined) {
+          this.#remember(this.#rare, query.search, RARE_MS, RARE_TERMS);
+          return { posts: [...posts, ...older] };
+        }
       }
       const rest = await this.#walk(
         { ...query, beforeId: below },
@@ -261,10 +290,7 @@ export class SearchPages {
         });
       if ("rows" in outcome) return outcome.rows;
       if (sqlStateOf(outcome.error) !== SQLSTATE_QUERY_CANCELED) throw outcome.error;
-      this.#outOfTime.delete(query.search);
-      this.#outOfTime.set(query.search, Date.now() + OUT_OF_TIME_MS);
-      if (this.#outOfTime.size > OUT_OF_TIME_TERMS)
-        this.#outOfTime.delete(this.#outOfTime.keys().next().value as string);
+      this.#remember(this.#outOfTime, query.search, OUT_OF_TIME_MS, OUT_OF_TIME_TERMS);
       return undefined;
     });
     if (rows === undefined) return undefined;
@@ -303,11 +329,23 @@ export class SearchPages {
 
   /** Whether `search`'s step ran out of time within the last `OUT_OF_TIME_MS`. */
   #ranOutOfTime(search: string): boolean {
-    const until = this.#outOfTime.get(search);
+    return this.#remembered(this.#outOfTime, search);
+  }
+
+  /** Whether `terms` holds `search` and its time has not run out (an expired entry goes). */
+  #remembered(terms: Map<string, number>, search: string): boolean {
+    const until = terms.get(search);
     if (until === undefined) return false;
     if (until > Date.now()) return true;
-    this.#outOfTime.delete(search);
+    terms.delete(search);
     return false;
+  }
+
+  /** Remembers `search` in `terms` for `ms`, newest last, forgetting the oldest beyond `most`. */
+  #remember(terms: Map<string, number>, search: string, ms: number, most: number): void {
+    terms.delete(search);
+    terms.set(search, Date.now() + ms);
+    if (terms.size > most) terms.delete(terms.keys().next().value as string);
   }
 
   #post(row: PostRow): Post {
