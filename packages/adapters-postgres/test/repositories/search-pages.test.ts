@@ -190,6 +190,13 @@ describe("search pages on a PostgreSQL server", () => {
         steps: 1,
         postsRead: 0,
       });
+      // Remembered for everyone's posts, not for one author's: that search walks first.
+      const author = Number(
+        (await explainer.pool.query("SELECT user_id FROM posts WHERE id = $1", [byG(1)])).rows[0]?.user_id,
+      );
+      const byAuthor = await observe({ limit: 21, search: "very old", authorId: author });
+      expect(byAuthor.walks).toBe(1);
+      expect(byAuthor.ids).toContain(byG(1));
       // A term in one post in ten: too many matches for the step, and the rest of the walk fills the page.
       expect(await observe({ limit: 21, search: "tenth" })).toEqual({
         ids: newestOf(21, (g) => g % 10 === 0),

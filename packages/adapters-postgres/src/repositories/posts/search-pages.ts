@@ -136,7 +136,7 @@ export class SearchPages {
   readonly #indexStepMs: number;
   /** Terms whose step ran out of time, with when they may take it again, oldest first. */
   readonly #outOfTime = new Map<string, number>();
-  /** Terms whose step answered a page after the first walk, with until when they skip the walk. */
+  /** Terms (by author, when searched by one) whose step answered a page after the first walk, with until when they skip the walk. */
   readonly #rare = new Map<string, number>();
   #stepStatements: Variants<PreparedStatement<StepValues, StepRow>> | undefined;
 
@@ -175,14 +175,16 @@ export class SearchPages {
       this.#indexStepMs > 0 &&
       [...query.search].length >= 3 &&
       !this.#ranOutOfTime(query.search);
-    if (stepping && this.#remembered(this.#rare, query.search)) {
+    // By author too: a term rare in one author's posts may be common in everyone's.
+    const rareKey = `${query.authorId ?? ""} ${query.search}`;
+    if (stepping && this.#remembered(this.#rare, rareKey)) {
       // Every match below the cursor from the step alone: the page the walk and the step would
       // give together, since the walk's matches are among them. When the term has grown too
       // common for the step, it is forgotten, and this page walks its whole budget (one step a
       // page at most).
       const all = await this.#fromTheIndex(query, query.beforeId ?? Number.MAX_SAFE_INTEGER, limit);
       if (all !== undefined) return { posts: all };
-      this.#rare.delete(query.search);
+      this.#rare.delete(rareKey);
       const walked = await this.#walk(query, budget, limit);
       return walked.posts.length >= limit || walked.stoppedAt === undefined
         ? { posts: walked.posts }
@@ -200,7 +202,7 @@ export class SearchPages {
         const older = await this.#fromTheIndex(query, below, limit - posts.length);
         // Every match below where the walk stopped is known: the page is full, or the search is over.
         if (older !== undefined) {
-          this.#remember(this.#rare, query.search, RARE_MS, RARE_TERMS);
+          this.#remember(this.#rare, rareKey, RARE_MS, RARE_TERMS);
           return { posts: [...posts, ...older] };
         }
       }
