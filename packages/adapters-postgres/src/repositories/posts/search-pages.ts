@@ -110,9 +110,9 @@ export function stepBeforeWalk(found: number, read: number, below: number, budge
  * way a page reads at most `budget` posts and takes the step at most once, and answers what the
  * walk of the whole budget followed by the step would. A term whose step answered a page right
  * after the first walk skips that walk on its pages of the next minute: the step alone answers
- * them, and the term goes back to the walk on the first page whose step gives up. Elsewhere (PGlite, a term of one or two
- * characters, no step time) a page is one walk of the whole budget, and so for a term whose step
- * ran out of time in the last minute.
+ * them, and the term goes back to the walk on the first page whose step gives up. Elsewhere
+ * (PGlite, a term of one or two characters, no step time) a page is one walk of the whole budget,
+ * and so for a term whose step ran out of time in the last minute.
  *
  * Why not the trigram indexes alone, as `listPage` searches: a bitmap of a term reads the posting
  * lists of all its trigrams over the whole table, so its cost follows how common the term's
@@ -136,7 +136,11 @@ export class SearchPages {
   readonly #indexStepMs: number;
   /** Terms whose step ran out of time, with when they may take it again, oldest first. */
   readonly #outOfTime = new Map<string, number>();
-  /** Terms (by author, when searched by one) whose step answered a page after the first walk, with until when they skip the walk. */
+  /**
+   * Terms (by author, when searched by one) whose step answered a page after the first walk, with
+   * until when they skip the walk, oldest first. These two maps with an expiry and a bound are a
+   * few lines by hand (`#remember`), not a cache library this package would otherwise not need.
+   */
   readonly #rare = new Map<string, number>();
   #stepStatements: Variants<PreparedStatement<StepValues, StepRow>> | undefined;
 
