@@ -264,21 +264,4 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
       await sql`ALTER TABLE post_events DROP COLUMN xid`.execute(db);
     },
   },
-  "0009_trigram_indexes_with_a_short_pending_list": {
-    async up(db: AnyDatabase) {
-      // A GIN index takes new entries into an unsorted pending list, merged into the index when
-      // the list outgrows `gin_pending_list_limit` (4 MB by default) or at a vacuum; every search
-      // through the index reads the whole list. Under a stream of new posts the lists of these two
-      // indexes held 400–460 pages, and a page of a rare term (whose trigram step reads the index)
-      // spent most of its time on them: with 256 kB, searches beside creates answered 17–56 % more
-      // pages a second, and the creates did not slow down (bench/RESULTS.md, "Trigram indexes
-      // with a short pending list"). The list is still there to batch the merges.
-      await sql`ALTER INDEX posts_title_trgm_idx SET (gin_pending_list_limit = 256)`.execute(db);
-      await sql`ALTER INDEX posts_content_trgm_idx SET (gin_pending_list_limit = 256)`.execute(db);
-    },
-    async down(db: AnyDatabase) {
-      await sql`ALTER INDEX posts_title_trgm_idx RESET (gin_pending_list_limit)`.execute(db);
-      await sql`ALTER INDEX posts_content_trgm_idx RESET (gin_pending_list_limit)`.execute(db);
-    },
-  },
 };

@@ -21,7 +21,6 @@ const ALL = [
   "0006_post_change_events",
   "0007_post_events_without_a_notification_per_change",
   "0008_post_events_cheaper_to_write_and_to_number",
-  "0009_trigram_indexes_with_a_short_pending_list",
 ];
 const TABLES = [
   "attempt_counts",
@@ -177,9 +176,9 @@ describe.each(ENGINES)("migrations on %s", (engine) => {
     expect(indexes.rows.map((row) => row.indexdef.replace(/ ON \S+\./, " ON "))).toEqual([
       "CREATE INDEX idempotency_keys_expires_at_idx ON idempotency_keys USING btree (expires_at)",
       "CREATE UNIQUE INDEX idempotency_keys_pkey ON idempotency_keys USING btree (user_id, key)",
-      "CREATE INDEX posts_content_trgm_idx ON posts USING gin (content gin_trgm_ops) WITH (gin_pending_list_limit='256')",
+      "CREATE INDEX posts_content_trgm_idx ON posts USING gin (content gin_trgm_ops)",
       "CREATE UNIQUE INDEX posts_pkey ON posts USING btree (id)",
-      "CREATE INDEX posts_title_trgm_idx ON posts USING gin (title gin_trgm_ops) WITH (gin_pending_list_limit='256')",
+      "CREATE INDEX posts_title_trgm_idx ON posts USING gin (title gin_trgm_ops)",
       "CREATE INDEX posts_user_id_id_idx ON posts USING btree (user_id, id DESC) INCLUDE (updated_at)",
       "CREATE UNIQUE INDEX users_email_lower_key ON users USING btree (lower(email))",
       "CREATE UNIQUE INDEX users_pkey ON users USING btree (id)",
@@ -351,28 +350,5 @@ describe.each(ENGINES)("upgrading a filled database on %s", (engine) => {
     );
     expect(numbers.rows.map((row) => Number(row.number))).toEqual([1, 2, 3, 4, 5, 6, 7]);
     expect((await migrateToLatest(db())).applied).toEqual(ALL.slice(7));
-  });
-
-  it("gives the trigram indexes a pending list of 256 kB after 0009, and takes it back on the way down", async () => {
-    const limits = async () =>
-      (
-        await sql<{ name: string; options: string[] | null }>`
-          SELECT relname AS name, reloptions AS options FROM pg_class
-          WHERE relname IN ('posts_title_trgm_idx', 'posts_content_trgm_idx')
-            AND relnamespace = current_schema()::regnamespace
-          ORDER BY relname`.execute(db())
-      ).rows;
-    await migrateToLatest(db());
-    const short = ["gin_pending_list_limit=256"];
-    expect(await limits()).toEqual([
-      { name: "posts_content_trgm_idx", options: short },
-      { name: "posts_title_trgm_idx", options: short },
-    ]);
-    await migrateTo(db(), "0008_post_events_cheaper_to_write_and_to_number");
-    expect(await limits()).toEqual([
-      { name: "posts_content_trgm_idx", options: null },
-      { name: "posts_title_trgm_idx", options: null },
-    ]);
-    expect((await migrateToLatest(db())).applied).toEqual(ALL.slice(8));
   });
 });
