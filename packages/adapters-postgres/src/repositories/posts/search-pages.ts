@@ -174,7 +174,7 @@ export class SearchPages {
   async page(query: SearchPageQuery): Promise<SearchPageRead> {
     const { limit } = query;
     const budget = this.#budget;
-    const stepping =
+    let stepping =
       this.#onServer &&
       this.#indexStepMs > 0 &&
       [...query.search].length >= 3 &&
@@ -184,15 +184,12 @@ export class SearchPages {
     if (stepping && this.#remembered(this.#rare, rareKey)) {
       // Every match below the cursor from the step alone: the page the walk and the step would
       // give together, since the walk's matches are among them. When the term has grown too
-      // common for the step, it is forgotten, and this page walks its whole budget (one step a
-      // page at most).
+      // common for the step, it is forgotten, and this page is a page without the step: one walk
+      // of the whole budget (one step a page at most).
       const all = await this.#fromTheIndex(query, query.beforeId ?? Number.MAX_SAFE_INTEGER, limit);
       if (all !== undefined) return { posts: all };
       this.#rare.delete(rareKey);
-      const walked = await this.#walk(query, budget, limit);
-      return walked.posts.length >= limit || walked.stoppedAt === undefined
-        ? { posts: walked.posts }
-        : { posts: walked.posts, resumeBelow: walked.stoppedAt };
+      stepping = false;
     }
     const firstBudget = stepping ? Math.ceil(budget / FIRST_WALK_SHARE) : budget;
     const first = await this.#walk(query, firstBudget, limit);
