@@ -35,12 +35,10 @@ export function relayEventLogOf<E>(
   // Until `lastNumber` has answered once, a wait cannot tell what was numbered before the
   // subscription began. Asked by the first wait (a service without a relay never asks), and
   // again by the next one if it failed.
-  let learned = false;
   let learning: Promise<boolean> | undefined;
   const learn = () =>
     (learning ??= source.lastNumber().then(
       (last) => {
-        learned = true;
         hear(last);
         return true;
       },
@@ -54,7 +52,7 @@ export function relayEventLogOf<E>(
     readAfter: async (after, limit) => (await source.readAfter(after, limit)).map(toRelayed),
     waitForNew: async (after, signal) => {
       // Failing, it resolves at once: the relay's next read meets the same failure and reports it.
-      if (!learned && !(await learn())) return;
+      if (!(await learn())) return;
       if (heard > after || signal.aborted) return;
       await new Promise<void>((resolve) => {
         const waiter = {
