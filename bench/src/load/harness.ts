@@ -240,25 +240,18 @@ export async function statementsEnded(
   say: (message: string) => void,
   drainMs: number = DRAIN_MS,
 ): Promise<void> {
+  const theirs =
+    "from pg_stat_activity where application_name = $1 and datname = current_database() and state = 'active'";
   const running = async () =>
     Number(
-      (
-        await database.query<{ running: string }>(
-          "select count(*) as running from pg_stat_activity " +
-            "where application_name = $1 and datname = current_database() and state = 'active'",
-          [applicationName],
-        )
-      ).rows[0]?.running ?? 0,
+      (await database.query<{ running: string }>(`select count(*) as running ${theirs}`, [applicationName]))
+        .rows[0]?.running ?? 0,
     );
   const started = performance.now();
   const deadline = started + drainMs;
   while ((await running()) > 0) {
     if (performance.now() > deadline) {
-      await database.query(
-        "select pg_cancel_backend(pid) from pg_stat_activity " +
-          "where application_name = $1 and datname = current_database() and state = 'active'",
-        [applicationName],
-      );
+      await database.query(`select pg_cancel_backend(pid) ${theirs}`, [applicationName]);
       say(`${applicationName}: statements still running ${drainMs / 1000} s after its slice were cancelled`);
       return;
     }
