@@ -15,7 +15,9 @@
  * - where the CPU of a write goes, events on and off: microseconds per write used by the service
  *   process, the NATS server, the PostgreSQL backends of the bench's database and the bench's
  *   own clients (from /proc, so on this machine only), because on a machine of two cores a cost
- *   paid by the broker slows the service's writes as surely as one paid inside it.
+ *   paid by the broker slows the service's writes as surely as one paid inside it;
+ * - the bytes of WAL per write, events on and off (the server's whole WAL: run it alone), which
+ *   every standby replays and every backup keeps.
  *
  * Prints JSON; bench/RESULTS.md keeps it.
  */
@@ -63,12 +65,16 @@ async function createPost(base: string, token: string, title: string): Promise<n
   return Number(response.headers.get("location")?.split("/").at(-1));
 }
 
-/** CPU seconds used so far by each process a write passes through. */
+/**
+ * CPU seconds used so far by each process a write passes through, and the server's WAL position
+ * in bytes (`walBytes` stays bytes when two readings give a cost per write, not microseconds).
+ */
 interface CpuReading {
   readonly service: number;
   readonly nats: number;
   readonly postgres: number;
   readonly bench: number;
+  readonly walBytes: number;
 }
 
 /** Where the CPU goes; the PostgreSQL side is every backend connected to the bench's database. */
@@ -88,17 +94,21 @@ function cpuMeter(admin: pg.Client, servicePid: number, natsPid: number | undefi
         if (backend?.command === "postgres") postgres += backend.seconds;
       }
       const own = process.cpuUsage();
+      const wal = await admin.query<{ bytes: string }>(
+        "SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), '0/0') AS bytes",
+      );
       return {
         service: cpuSeconds(servicePid),
         nats: natsPid === undefined ? 0 : cpuSeconds(natsPid),
         postgres,
         bench: (own.user + own.system) / 1e6,
+        walBytes: Number(wal.rows[0]?.bytes),
       };
     },
   };
 }
 
-/** Microseconds of CPU per request of each process between two readings. */
+/** Microseconds of CPU per request of each process between two readings, and bytes of WAL. */
 function cpuPerRequest(before: CpuReading, after: CpuReading, requests: number): CpuReading {
   const micros = (pick: (reading: CpuReading) => number) =>
     Math.round(((pick(after) - pick(before)) * 1e6) / Math.max(1, requests));
@@ -107,6 +117,7 @@ function cpuPerRequest(before: CpuReading, after: CpuReading, requests: number):
     nats: micros((r) => r.nats),
     postgres: micros((r) => r.postgres),
     bench: micros((r) => r.bench),
+    walBytes: Math.round((after.walBytes - before.walBytes) / Math.max(1, requests)),
   };
 }
 
@@ -285,7 +296,13 @@ async function main() {
       const of = (side: "on" | "off") => {
         const readings = rounds.map((round) => pick(round[side]));
         const m = (key: keyof CpuReading) => median(readings.map((reading) => reading[key]));
-        return { service: m("service"), nats: m("nats"), postgres: m("postgres"), bench: m("bench") };
+        return {
+          service: m("service"),
+          nats: m("nats"),
+          postgres: m("postgres"),
+          bench: m("bench"),
+          walBytes: m("walBytes"),
+        };
       };
       return { on: of("on"), off: of("off") };
     };
