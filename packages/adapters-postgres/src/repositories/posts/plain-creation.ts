@@ -1,9 +1,21 @@
 import type { NewPost, Post } from "@posts/domain";
+import type DataLoader from "dataloader";
 import { type Kysely, sql } from "kysely";
+import { isDatabaseUnavailable } from "../../connection/is-database-unavailable.js";
 import { SQLSTATE_FOREIGN_KEY_VIOLATION, sqlStateOf } from "../../connection/sql-state.js";
+import { parseInt8 } from "../../connection/type-parsers.js";
 import type { Database } from "../../schema/database.js";
 import { type PostRow, toPost } from "../post-row.js";
 import { type PreparedStatement, prepare } from "../prepare.js";
+import { loadError, turnBatches } from "./turn-batches.js";
+
+// As many creations as one turn of the event loop brings at the service's concurrency; more
+// wait for the next statement rather than make one statement's arrays, and its WAL, unbounded.
+const MAX_BATCH = 64;
+// A content longer than this (in UTF-16 units) is inserted by a statement of its own: its
+// insert outweighs a statement's fixed cost anyway, and a batch of the longest contents the API
+// takes would be one statement of a hundred megabytes.
+const MAX_BATCHED_CONTENT = 16_384;
 
 interface CreateValues {
   readonly authorId: number;
@@ -12,18 +24,39 @@ interface CreateValues {
   readonly createdAt: string;
 }
 
+interface ManyValues {
+  readonly authorIds: readonly number[];
+  readonly titles: readonly string[];
+  readonly contents: readonly string[];
+  readonly createdAts: readonly string[];
+}
+
 /**
- * Creates a post without an idempotency key, in one statement on the primary. The post's change
- * event needs nothing here: the posts table's trigger writes it in the statement's own
- * transaction, so a post and its event commit together or not at all.
+ * Creates posts without an idempotency key, on the primary. The post's change event needs
+ * nothing here: the posts table's trigger writes it in the statement's own transaction, so a
+ * post and its event commit together or not at all.
+ *
+ * Creations asked for in one turn of the event loop go to the database as one statement, a lone
+ * one as the plain insert: each statement costs PostgreSQL its round trip, parse of the message,
+ * executor start-up and a commit (with its WAL flush), which outweigh the insert of a row, and
+ * under concurrent creates one statement and one commit serve many (bench/RESULTS.md, "POST
+ * and PATCH: concurrent writes in one statement"). A post is still answered only once its commit is
+ * durable; the posts of one statement commit together, each with its own id, timestamps and
+ * event. When that statement fails for a reason other than the database being unavailable (an
+ * author deleted meanwhile, say), each creation is tried again alone, so that one cannot fail
+ * another; when the database is unavailable, every one of them fails as it would alone.
+ *
+ * Written with `dataloader`, as the lookups by id are (`turnBatches`).
  */
 export class PlainCreation {
-  readonly #create: PreparedStatement<CreateValues, PostRow>;
+  readonly #one: PreparedStatement<CreateValues, PostRow>;
+  readonly #many: PreparedStatement<ManyValues, PostRow & { readonly ord: number }>;
+  readonly #loader: DataLoader<CreateValues, PostRow | undefined>;
 
   constructor(db: Kysely<Database>) {
     // The author's row is read in the same statement that inserts, so a gone author inserts
-    // nothing; the foreign key still guards a delete that commits in between (see create()).
-    this.#create = prepare(db, (p: CreateValues) =>
+    // nothing; the foreign key still guards a delete that commits in between (see #createOne).
+    this.#one = prepare(db, (p: CreateValues) =>
       sql<PostRow>`
         WITH author AS (
           SELECT id, email FROM users WHERE id = ${p.authorId}
@@ -37,24 +70,79 @@ export class PlainCreation {
                author.id AS author_id, author.email AS author_email
         FROM inserted JOIN author ON author.id = inserted.user_id`.compile(db),
     );
+    // The ids are taken before the insert, in the creations' order, so that each row returned
+    // names the creation it answers (`ord`, its place in the arrays) and the posts of one
+    // statement are numbered in the order they were asked for. A creation whose author is gone
+    // takes no id and inserts nothing.
+    this.#many = prepare(db, (p: ManyValues) =>
+      sql<PostRow & { readonly ord: number }>`
+        WITH wanted AS MATERIALIZED (
+          SELECT nextval(pg_get_serial_sequence('posts', 'id')) AS id, asked.*
+          FROM (
+            SELECT i.ord, i.title, i.content, i.created_at, users.id AS author_id, users.email AS author_email
+            FROM unnest(${p.authorIds}::int8[], ${p.titles}::text[], ${p.contents}::text[], ${p.createdAts}::timestamptz[])
+              WITH ORDINALITY AS i(author_id, title, content, created_at, ord)
+            JOIN users ON users.id = i.author_id
+            ORDER BY i.ord
+          ) AS asked
+        ), inserted AS (
+          INSERT INTO posts (id, title, content, created_at, updated_at, user_id)
+          OVERRIDING SYSTEM VALUE
+          SELECT id, title, content, created_at, created_at, author_id FROM wanted ORDER BY ord
+          RETURNING id, title, content, created_at, updated_at
+        )
+        SELECT wanted.ord, inserted.id, inserted.title, inserted.content, inserted.created_at,
+               inserted.updated_at, wanted.author_id, wanted.author_email
+        FROM inserted JOIN wanted ON wanted.id = inserted.id`.compile(db),
+    );
+    this.#loader = turnBatches<CreateValues, PostRow | undefined>(
+      async (asked) =>
+        asked.length === 1 ? [await this.#createOne(asked[0] as CreateValues)] : this.#createMany(asked),
+      MAX_BATCH,
+    );
   }
 
   /** `PostRepository.create`: the new post, or `undefined` when the author no longer exists. */
   async create(post: NewPost): Promise<Post | undefined> {
-    let rows: PostRow[];
+    const values: CreateValues = {
+      authorId: post.authorId,
+      title: post.title,
+      content: post.content,
+      createdAt: post.createdAt.toISOString(),
+    };
+    const row = await (values.content.length > MAX_BATCHED_CONTENT
+      ? this.#createOne(values)
+      : this.#loader.load(values));
+    return row === undefined ? undefined : toPost(row);
+  }
+
+  async #createOne(values: CreateValues): Promise<PostRow | undefined> {
     try {
-      rows = await this.#create({
-        authorId: post.authorId,
-        title: post.title,
-        content: post.content,
-        createdAt: post.createdAt.toISOString(),
-      });
+      const [row] = await this.#one(values);
+      return row;
     } catch (error) {
       // The author was deleted after this statement read the users table.
       if (sqlStateOf(error) === SQLSTATE_FOREIGN_KEY_VIOLATION) return undefined;
       throw error;
     }
-    const [row] = rows;
-    return row === undefined ? undefined : toPost(row);
+  }
+
+  async #createMany(asked: readonly CreateValues[]): Promise<(PostRow | Error | undefined)[]> {
+    let rows: (PostRow & { readonly ord: number })[];
+    try {
+      rows = await this.#many({
+        authorIds: asked.map((values) => values.authorId),
+        titles: asked.map((values) => values.title),
+        contents: asked.map((values) => values.content),
+        createdAts: asked.map((values) => values.createdAt),
+      });
+    } catch (error) {
+      if (isDatabaseUnavailable(error)) throw error;
+      // Nothing of the statement committed: each alone, so that each gets its own answer.
+      return Promise.all(asked.map((values) => this.#createOne(values).catch(loadError)));
+    }
+    const answers: (PostRow | undefined)[] = asked.map(() => undefined);
+    for (const row of rows) answers[parseInt8(row.ord) - 1] = row;
+    return answers;
   }
 }

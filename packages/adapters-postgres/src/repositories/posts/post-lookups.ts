@@ -1,7 +1,8 @@
-import DataLoader from "dataloader";
+import type DataLoader from "dataloader";
 import { parseInt8 } from "../../connection/type-parsers.js";
 import type { PostRow } from "../post-row.js";
 import type { ReadStatements } from "./read-statements.js";
+import { turnBatches } from "./turn-batches.js";
 
 // Enough for every request one turn of the event loop can bring at the service's concurrency,
 // and a statement whose array parameter stays small.
@@ -18,27 +19,22 @@ const MAX_BATCH = 128;
  * Nothing is cached: each lookup's statement is sent after the lookup was asked for, so it sees
  * every change committed before then, as a statement of its own would.
  *
- * Written with `dataloader` (the usual batching library); its per-tick schedule would batch only
- * the lookups of one callback, and each request arrives in a callback of its own, so the batch is
- * scheduled with `setImmediate`: after every I/O callback of the loop's current turn.
+ * Written with `dataloader`, the usual batching library (`turnBatches`).
  */
 export class PostLookups {
   readonly #loader: DataLoader<number, PostRow | undefined>;
 
   constructor(reads: ReadStatements) {
-    this.#loader = new DataLoader<number, PostRow | undefined>(
-      async (ids) => {
-        if (ids.length === 1) {
-          const [row] = await reads.findById({ id: ids[0] as number });
-          return [row];
-        }
-        const rows = await reads.byIds({ ids });
-        const byId = new Map<number, PostRow>();
-        for (const row of rows) byId.set(parseInt8(row.id), row);
-        return ids.map((id) => byId.get(id));
-      },
-      { cache: false, maxBatchSize: MAX_BATCH, batchScheduleFn: (callback) => setImmediate(callback) },
-    );
+    this.#loader = turnBatches<number, PostRow | undefined>(async (ids) => {
+      if (ids.length === 1) {
+        const [row] = await reads.findById({ id: ids[0] as number });
+        return [row];
+      }
+      const rows = await reads.byIds({ ids });
+      const byId = new Map<number, PostRow>();
+      for (const row of rows) byId.set(parseInt8(row.id), row);
+      return ids.map((id) => byId.get(id));
+    }, MAX_BATCH);
   }
 
   /** The post's row as of a statement sent after this call, or undefined when there is none. */
