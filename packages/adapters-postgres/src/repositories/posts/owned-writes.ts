@@ -8,11 +8,14 @@ import {
   type PostUpdate,
   type Result,
 } from "@posts/domain";
+import type DataLoader from "dataloader";
 import { type Kysely, type RawBuilder, sql } from "kysely";
+import { isDatabaseUnavailable } from "../../connection/is-database-unavailable.js";
 import { parseInt8 } from "../../connection/type-parsers.js";
 import type { Database } from "../../schema/database.js";
 import { type PostRow, toPost } from "../post-row.js";
 import { type PreparedStatement, prepare } from "../prepare.js";
+import { loadError, turnBatches } from "./turn-batches.js";
 
 /** What an owned write (update, delete) learns in its one statement; no row when no post had the id. */
 interface OwnedWriteRow {
@@ -45,6 +48,23 @@ interface UpdateValues {
   readonly versions: readonly string[] | null;
 }
 
+/** The updates of one statement, one array element each: {@link UpdateValues} as columns. */
+interface ManyUpdateValues {
+  readonly ids: readonly number[];
+  readonly authorIds: readonly number[];
+  readonly titles: readonly (string | null)[];
+  readonly contents: readonly (string | null)[];
+  readonly nows: readonly string[];
+  /** Each update's expected versions as an array literal (`{…,…}`), or null. */
+  readonly versions: readonly (string | null)[];
+}
+
+// As many updates as one turn of the event loop brings at the service's concurrency.
+const MAX_BATCH = 64;
+// A new content longer than this (in UTF-16 units) is written by a statement of its own, as in
+// PlainCreation: its write outweighs a statement's fixed cost anyway.
+const MAX_BATCHED_CONTENT = 16_384;
+
 /** A deletion's values; `versions` as in {@link UpdateValues}. */
 interface DeleteValues {
   readonly id: number;
@@ -53,14 +73,27 @@ interface DeleteValues {
 }
 
 /**
- * The writes of one author to one existing post (update, delete), each one statement on the
- * primary, atomic on its own, and the diagnosis of one that changed nothing. Never routed to a
- * standby: a write and what decides it read the primary. Change events need nothing here: the
- * posts table's trigger writes each write's event in the write's own transaction, so a write and
- * its event commit together or not at all.
+ * The writes of one author to one existing post (update, delete), each atomic on its own, and
+ * the diagnosis of one that changed nothing. Never routed to a standby: a write and what decides
+ * it read the primary. Change events need nothing here: the posts table's trigger writes each
+ * write's event in the write's own transaction, so a write and its event commit together or not
+ * at all.
+ *
+ * A delete is one statement. Updates asked for in one turn of the event loop go to the database
+ * as one statement, a lone one as the statement of one update, for the reason creations do
+ * (`plain-creation.ts`: a statement's and a commit's fixed costs outweigh the write of a row).
+ * Each update in it is checked and diagnosed exactly as alone: the statement is the one-update
+ * statement with every value a column of the updates' arrays. Two updates of one post never
+ * share a statement (the later ones each go alone, after it), since one statement changes a row
+ * once. The statement locks its posts in the order of their ids before it changes any, so that
+ * two such statements, in this process or another, never wait for each other in a circle; an
+ * account's deletion still can (its cascade locks its posts in another order), and then, as for
+ * any failure but an unavailable database, each update of the statement is tried again alone.
  */
 export class OwnedWrites {
   readonly #update: PreparedStatement<UpdateValues, UpdateRow>;
+  readonly #updateMany: PreparedStatement<ManyUpdateValues, UpdateRow & { readonly ord: number }>;
+  readonly #updates: DataLoader<UpdateValues, UpdateRow | undefined>;
   readonly #delete: PreparedStatement<DeleteValues, DeleteRow>;
 
   // One statement each, whichever fields change and whether versions are expected: an absent
@@ -95,6 +128,56 @@ export class OwnedWrites {
         LEFT JOIN users ON users.id = updated.user_id`.compile(db),
     );
 
+    // The statement above for many updates. `ord` is an update's place in the arrays. `locked`
+    // takes the row locks of the posts whose author asks, in the order of their ids, before the
+    // update changes any (an ARRAY(...) subquery runs whole, once, before the scan that uses
+    // it): what the one-update statement's UPDATE does for its one row, row by row here. A post
+    // changed meanwhile is locked at its newest version, which the update then checks again.
+    this.#updateMany = prepare(db, (p: ManyUpdateValues) =>
+      sql<UpdateRow & { readonly ord: number }>`
+        WITH asked AS (
+          SELECT * FROM unnest(${p.ids}::int8[], ${p.authorIds}::int8[], ${p.titles}::text[],
+                               ${p.contents}::text[], ${p.nows}::timestamptz[], ${p.versions}::text[])
+            WITH ORDINALITY AS a(id, author_id, title, content, now, versions, ord)
+        ), target AS (
+          SELECT asked.ord, asked.author_id, asked.title, asked.content, asked.now,
+                 asked.versions::timestamptz[] AS versions, posts.id, posts.user_id, posts.updated_at
+          FROM asked JOIN posts ON posts.id = asked.id
+        ), locked AS (
+          SELECT posts.id FROM posts
+          WHERE posts.id IN (SELECT target.id FROM target WHERE target.user_id = target.author_id)
+          ORDER BY posts.id
+          FOR NO KEY UPDATE
+        ), updated AS (
+          UPDATE posts AS p
+          SET title = COALESCE(target.title, p.title),
+              content = COALESCE(target.content, p.content),
+              updated_at = GREATEST(target.now, p.updated_at + interval '1 millisecond')
+          FROM target
+          WHERE p.id = target.id AND target.user_id = target.author_id
+            AND p.id = ANY(ARRAY(SELECT id FROM locked))
+            AND (target.versions IS NULL OR p.updated_at = ANY(target.versions))
+          RETURNING target.ord, p.id, p.title, p.content, p.created_at, p.updated_at, p.user_id
+        ), remains AS (
+          SELECT target.ord FROM target JOIN posts ON posts.id = target.id
+          WHERE NOT EXISTS (SELECT FROM updated WHERE updated.ord = target.ord)
+            AND target.user_id = target.author_id AND target.updated_at = ANY(target.versions)
+          FOR KEY SHARE OF posts
+        )
+        SELECT target.ord, target.user_id AS owner_id, target.updated_at AS seen_version,
+               EXISTS (SELECT FROM remains WHERE remains.ord = target.ord) AS remains,
+               updated.id, updated.title, updated.content, updated.created_at, updated.updated_at,
+               users.id AS author_id, users.email AS author_email
+        FROM target
+        LEFT JOIN updated ON updated.ord = target.ord
+        LEFT JOIN users ON users.id = updated.user_id`.compile(db),
+    );
+    this.#updates = turnBatches<UpdateValues, UpdateRow | undefined>(
+      async (asked) =>
+        asked.length === 1 ? [await this.#updateOne(asked[0] as UpdateValues)] : this.#updateAll(asked),
+      MAX_BATCH,
+    );
+
     this.#delete = prepare(db, (p: DeleteValues) =>
       sql<DeleteRow>`
         WITH target AS (
@@ -113,18 +196,70 @@ export class OwnedWrites {
   /** `PostRepository.update`. */
   async update(update: PostUpdate): Promise<Result<Post, OwnedWriteFailure>> {
     const { title, content } = update.changes;
-    const versions = isoInstants(update.expectedVersions);
-    const [row] = await this.#update({
+    const values: UpdateValues = {
       id: update.id,
       authorId: update.authorId,
       title: title ?? null,
       content: content ?? null,
       now: update.now.toISOString(),
-      versions,
-    });
+      versions: isoInstants(update.expectedVersions),
+    };
+    const row = await ((values.content?.length ?? 0) > MAX_BATCHED_CONTENT
+      ? this.#updateOne(values)
+      : this.#updates.load(values));
     if (row === undefined) return err("not-found");
     if (!changed(row)) return err(whyNot(row, update));
     return ok(toPost(row));
+  }
+
+  async #updateOne(values: UpdateValues): Promise<UpdateRow | undefined> {
+    const [row] = await this.#update(values);
+    return row;
+  }
+
+  /** The rows of `asked`, in its order: the first update of each post in one statement, the others alone after it. */
+  async #updateAll(asked: readonly UpdateValues[]): Promise<(UpdateRow | Error | undefined)[]> {
+    const seen = new Set<number>();
+    const together: number[] = [];
+    const after: number[] = [];
+    for (const [i, values] of asked.entries()) {
+      (seen.has(values.id) ? after : together).push(i);
+      seen.add(values.id);
+    }
+    const answers: (UpdateRow | Error | undefined)[] = asked.map(() => undefined);
+    const alone = (i: number) =>
+      this.#updateOne(asked[i] as UpdateValues).then(
+        (row) => {
+          answers[i] = row;
+        },
+        (failure: unknown) => {
+          answers[i] = loadError(failure);
+        },
+      );
+    if (together.length === 1) {
+      await alone(together[0] as number);
+    } else {
+      const batch = together.map((i) => asked[i] as UpdateValues);
+      try {
+        const rows = await this.#updateMany({
+          ids: batch.map((values) => values.id),
+          authorIds: batch.map((values) => values.authorId),
+          titles: batch.map((values) => values.title),
+          contents: batch.map((values) => values.content),
+          nows: batch.map((values) => values.now),
+          versions: batch.map((values) => arrayLiteral(values.versions)),
+        });
+        for (const row of rows) answers[together[parseInt8(row.ord) - 1] as number] = row;
+      } catch (error) {
+        if (isDatabaseUnavailable(error)) throw error;
+        // Nothing of the statement committed: each alone, so that each gets its own answer.
+        await Promise.all(together.map(alone));
+      }
+    }
+    // The later updates of a post go after the statement, each on its own, as requests of their
+    // own would have waited for its row lock.
+    await Promise.all(after.map(alone));
+    return answers;
   }
 
   /** `PostRepository.delete`. */
@@ -191,6 +326,12 @@ function remainsAfterLostRace(
 /** The expected versions as parameters, `null` for an unconditional write. */
 function isoInstants(versions: ExpectedVersions | undefined): readonly string[] | null {
   return versions === undefined ? null : versions.map((version) => version.toISOString());
+}
+
+/** Expected versions as a PostgreSQL array literal, one element of a `text[]` parameter. */
+function arrayLiteral(versions: readonly string[] | null): string | null {
+  // ISO 8601 instants hold no character an array literal would need escaped.
+  return versions === null ? null : `{${versions.join(",")}}`;
 }
 
 function changed(row: UpdateRow): row is UpdateRow & PostRow {
