@@ -4,6 +4,7 @@ import type { Post, PostUpdate, Result } from "@posts/domain";
 import { sql } from "kysely";
 import { beforeEach, describe, expect, it } from "vitest";
 import { ENGINES, useTestDatabase } from "../use-test-database.js";
+import { untilBlocked, whileLocked } from "../while-locked.js";
 
 const CREATED_AT = new Date("2026-11-22T10:15:30.123Z");
 
@@ -34,20 +35,6 @@ const sqlStateOf = (promise: Promise<unknown>) =>
     (error: { code?: string }) => error.code,
   );
 
-class RolledBack extends Error {}
-
-/** Waits until `count` statements of this test's database wait for a lock. */
-async function untilBlocked(database: TestDatabase, count: number): Promise<void> {
-  for (let waited = 0; ; waited += 20) {
-    const blocked = await sql<{ count: number }>`
-      SELECT count(*)::int AS count FROM pg_stat_activity
-      WHERE datname = current_database() AND wait_event_type = 'Lock'`.execute(database.db);
-    if ((blocked.rows[0]?.count ?? 0) >= count) return;
-    if (waited > 5000) throw new Error(`fewer than ${count} statements ever waited for a lock`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
-
 /**
  * Starts `writes` one after the other, each once the ones before it wait for a lock, while
  * another transaction holds the row of user `userId` (which every write of a post or a key
@@ -68,34 +55,6 @@ async function whileUserLocked<T>(
     }
   });
   return (await Promise.all(pending)).flat();
-}
-
-/**
- * Runs `write` while another transaction holds `lock` uncommitted, waits until `write` is
- * blocked on it, then commits that transaction (or rolls it back): a concurrent change landing
- * at the worst moment. Needs a PostgreSQL server (PGlite has a single connection).
- */
-async function whileLocked<T>(
-  database: TestDatabase,
-  lock: ReturnType<typeof sql> | readonly ReturnType<typeof sql>[],
-  write: () => Promise<T>,
-  then: "commit" | "rollback" = "commit",
-): Promise<T> {
-  let pending: Promise<T> | undefined;
-  await database.db
-    .transaction()
-    .execute(async (trx) => {
-      for (const statement of Array.isArray(lock) ? lock : [lock]) await statement.execute(trx);
-      pending = write();
-      pending.catch(() => {});
-      await untilBlocked(database, 1);
-      if (then === "rollback") throw new RolledBack();
-    })
-    .catch((error: unknown) => {
-      if (!(error instanceof RolledBack)) throw error;
-    });
-  if (pending === undefined) throw new Error("unreachable");
-  return pending;
 }
 
 describe.each(ENGINES)("PostgresPostRepository on %s", (engine) => {

@@ -1,24 +1,12 @@
 import { PostgresPostRepository } from "@posts/adapters-postgres";
-import type { TestDatabase } from "@posts/adapters-postgres/testing";
 import type { Post, PostUpdate } from "@posts/domain";
 import { sql } from "kysely";
 import { beforeEach, describe, expect, it } from "vitest";
 import { ENGINES, useTestDatabase } from "../use-test-database.js";
+import { whileLocked } from "../while-locked.js";
 
 const CREATED_AT = new Date("2026-11-27T10:15:30.123Z");
 const LATER = new Date(CREATED_AT.getTime() + 60_000);
-
-/** Waits until `count` statements of this test's database wait for a lock. */
-async function untilBlocked(database: TestDatabase, count: number): Promise<void> {
-  for (let waited = 0; ; waited += 20) {
-    const blocked = await sql<{ count: number }>`
-      SELECT count(*)::int AS count FROM pg_stat_activity
-      WHERE datname = current_database() AND wait_event_type = 'Lock'`.execute(database.db);
-    if ((blocked.rows[0]?.count ?? 0) >= count) return;
-    if (waited > 5000) throw new Error(`fewer than ${count} statements ever waited for a lock`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
 
 // Updates asked for in one turn of the event loop share a statement (owned-writes.ts); each must
 // be answered exactly as it would be alone.
@@ -152,39 +140,17 @@ describe.each(ENGINES)("updates of posts in one statement on %s", (engine) => {
   });
 
   describe("waiting for a concurrent write", () => {
-    /**
-     * Runs `writes` while another transaction holds `lock`, waits until they are blocked on it,
-     * then commits that transaction or rolls it back.
-     */
-    async function whileLocked<T>(
-      lock: ReturnType<typeof sql>,
-      writes: () => Promise<T>,
-      then: "commit" | "rollback" = "commit",
-    ): Promise<T> {
-      let pending: Promise<T> | undefined;
-      await database()
-        .db.transaction()
-        .execute(async (trx) => {
-          await lock.execute(trx);
-          pending = writes();
-          pending.catch(() => {});
-          await untilBlocked(database(), 1);
-          if (then === "rollback") throw new Error("rolled back");
-        })
-        .catch((error: unknown) => {
-          if (!(error instanceof Error && error.message === "rolled back")) throw error;
-        });
-      if (pending === undefined) throw new Error("unreachable");
-      return pending;
-    }
-
     it("answers version-mismatch, not-found or the change, as alone, beside an update that did not wait", async (context) => {
       if (!onServer()) context.skip();
       const author = await anAuthor();
-      const both = async (contended: Post, then: "commit" | "rollback", lock: ReturnType<typeof sql>) => {
+      // The contended post's conditional update and another post's update, in one statement,
+      // while another transaction holds `lock` on the contended one and then ends as `then` says.
+      const both = async (lock: (contended: Post) => ReturnType<typeof sql>, then: "commit" | "rollback") => {
+        const contended = await aPost(author.id);
         const free = await aPost(author.id);
         const answers = await whileLocked(
-          lock,
+          database(),
+          lock(contended),
           () =>
             Promise.all([
               database().posts.update(
@@ -196,34 +162,21 @@ describe.each(ENGINES)("updates of posts in one statement on %s", (engine) => {
         );
         return answers.map((answer) => (answer.ok ? answer.value.title : answer.error));
       };
-      const moved = await aPost(author.id);
-      expect(
-        await both(
-          moved,
-          "commit",
-          sql`UPDATE posts SET updated_at = updated_at + interval '1 millisecond' WHERE id = ${moved.id}`,
-        ),
-      ).toEqual(["version-mismatch", "free"]);
-      const gone = await aPost(author.id);
-      expect(await both(gone, "commit", sql`DELETE FROM posts WHERE id = ${gone.id}`)).toEqual([
-        "not-found",
-        "free",
-      ]);
-      const rolledBack = await aPost(author.id);
-      expect(
-        await both(
-          rolledBack,
-          "rollback",
-          sql`UPDATE posts SET updated_at = updated_at + interval '1 millisecond' WHERE id = ${rolledBack.id}`,
-        ),
-      ).toEqual(["conditional", "free"]);
+      const moveVersion = (post: Post) =>
+        sql`UPDATE posts SET updated_at = updated_at + interval '1 millisecond' WHERE id = ${post.id}`;
+      const remove = (post: Post) => sql`DELETE FROM posts WHERE id = ${post.id}`;
+      expect(await both(moveVersion, "commit")).toEqual(["version-mismatch", "free"]);
+      expect(await both(remove, "commit")).toEqual(["not-found", "free"]);
+      expect(await both(moveVersion, "rollback")).toEqual(["conditional", "free"]);
+      const beside = await aPost(author.id);
       const titledMeanwhile = await aPost(author.id);
       const meanwhile = await whileLocked(
+        database(),
         sql`UPDATE posts SET title = 'committed meanwhile' WHERE id = ${titledMeanwhile.id}`,
         () =>
           Promise.all([
             database().posts.update({ ...titled(titledMeanwhile, ""), changes: { content: "new" } }),
-            database().posts.update(titled(moved, "other")),
+            database().posts.update(titled(beside, "other")),
           ]),
       );
       expect(meanwhile.map((answer) => answer.ok && [answer.value.title, answer.value.content])).toEqual([
