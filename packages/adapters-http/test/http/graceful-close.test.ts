@@ -95,6 +95,19 @@ describe("closing the app while clients keep their connections open", () => {
     }
   });
 
+  it("ends a connection that has sent nothing, which Node's close would wait for, and close() does not wait", async () => {
+    const { app, port } = await start();
+    const silent = connect(port, "127.0.0.1");
+    const closedByServer = new Promise<void>((resolve) => silent.on("close", () => resolve()));
+    await new Promise<void>((resolve) => silent.once("connect", () => resolve()));
+    await sleep(20);
+    const startedClosing = performance.now();
+    closing = app.app.close();
+    await within(closedByServer, CLOSE_WITHIN_MS, "the server ending the silent connection");
+    await within(closing, CLOSE_WITHIN_MS, "close()");
+    expect(performance.now() - startedClosing).toBeLessThan(CLOSE_WITHIN_MS);
+  });
+
   it("answers a request that arrives on an open connection while closing with the 503 envelope", async () => {
     const { app, port } = await start();
     const socket = connect(port, "127.0.0.1");
