@@ -33,10 +33,13 @@ const plugin: FastifyPluginCallback<GracefulCloseOptions> = (app, options, done)
   };
   app.addHook("preClose", (next) => {
     closing = true;
-    endSilent();
-    const sweep = setInterval(endSilent, SILENT_MS);
-    sweep.unref();
-    app.server.once("close", () => clearInterval(sweep));
+    // Until the server has closed; an app that never listened has no connection to end.
+    if (app.server.listening) {
+      endSilent();
+      const sweep = setInterval(endSilent, SILENT_MS);
+      sweep.unref();
+      app.server.once("close", () => clearInterval(sweep));
+    }
     next();
   });
   app.addHook("onRequest", (_request, reply, next) => {
