@@ -8,14 +8,12 @@ import {
   type PostUpdate,
   type Result,
 } from "@posts/domain";
-import type DataLoader from "dataloader";
 import { type Kysely, type RawBuilder, sql } from "kysely";
-import { isDatabaseUnavailable } from "../../connection/is-database-unavailable.js";
 import { parseInt8 } from "../../connection/type-parsers.js";
 import type { Database } from "../../schema/database.js";
 import { type PostRow, toPost } from "../post-row.js";
 import { type PreparedStatement, prepare } from "../prepare.js";
-import { loadError, turnBatches } from "./turn-batches.js";
+import { loadError, writesTogether } from "./turn-batches.js";
 
 /** What an owned write (update, delete) learns in its one statement; no row when no post had the id. */
 interface OwnedWriteRow {
@@ -59,12 +57,6 @@ interface ManyUpdateValues {
   readonly versions: readonly (string | null)[];
 }
 
-// As many updates as one turn of the event loop brings at the service's concurrency.
-const MAX_BATCH = 64;
-// A new content longer than this (in UTF-16 units) is written by a statement of its own, as in
-// PlainCreation: its write outweighs a statement's fixed cost anyway.
-const MAX_BATCHED_CONTENT = 16_384;
-
 /** A deletion's values; `versions` as in {@link UpdateValues}. */
 interface DeleteValues {
   readonly id: number;
@@ -87,13 +79,13 @@ interface DeleteValues {
  * share a statement (the later ones each go alone, after it), since one statement changes a row
  * once. The statement locks its posts in the order of their ids before it changes any, so that
  * two such statements, in this process or another, never wait for each other in a circle; an
- * account's deletion still can (its cascade locks its posts in another order), and then, as for
- * any failure but an unavailable database, each update of the statement is tried again alone.
+ * account's deletion still can (its cascade locks its posts in another order), and then, as on
+ * any failure of the statement, its updates are retried one by one (`writesTogether`).
  */
 export class OwnedWrites {
   readonly #update: PreparedStatement<UpdateValues, UpdateRow>;
   readonly #updateMany: PreparedStatement<ManyUpdateValues, UpdateRow & { readonly ord: number }>;
-  readonly #updates: DataLoader<UpdateValues, UpdateRow | undefined>;
+  readonly #updates: (values: UpdateValues) => Promise<UpdateRow | undefined>;
   readonly #delete: PreparedStatement<DeleteValues, DeleteRow>;
 
   // One statement each, whichever fields change and whether versions are expected: an absent
@@ -172,11 +164,11 @@ export class OwnedWrites {
         LEFT JOIN updated ON updated.ord = target.ord
         LEFT JOIN users ON users.id = updated.user_id`.compile(db),
     );
-    this.#updates = turnBatches<UpdateValues, UpdateRow | undefined>(
-      async (asked) =>
-        asked.length === 1 ? [await this.#updateOne(asked[0] as UpdateValues)] : this.#updateAll(asked),
-      MAX_BATCH,
-    );
+    this.#updates = writesTogether<UpdateValues, UpdateRow | undefined>({
+      alone: (values) => this.#updateOne(values),
+      together: (asked) => this.#updateAll(asked),
+      contentOf: (values) => values.content,
+    });
 
     this.#delete = prepare(db, (p: DeleteValues) =>
       sql<DeleteRow>`
@@ -204,9 +196,7 @@ export class OwnedWrites {
       now: update.now.toISOString(),
       versions: isoInstants(update.expectedVersions),
     };
-    const row = await ((values.content?.length ?? 0) > MAX_BATCHED_CONTENT
-      ? this.#updateOne(values)
-      : this.#updates.load(values));
+    const row = await this.#updates(values);
     if (row === undefined) return err("not-found");
     if (!changed(row)) return err(whyNot(row, update));
     return ok(toPost(row));
@@ -217,7 +207,11 @@ export class OwnedWrites {
     return row;
   }
 
-  /** The rows of `asked`, in its order: the first update of each post in one statement, the others alone after it. */
+  /**
+   * The rows of `asked`, in its order: the first update of each post in one statement, the
+   * others alone after it. A failure of the statement fails the call (and `writesTogether` then
+   * retries each update alone); a later update's own failure is its answer.
+   */
   async #updateAll(asked: readonly UpdateValues[]): Promise<(UpdateRow | Error | undefined)[]> {
     const seen = new Set<number>();
     const together: number[] = [];
@@ -227,34 +221,22 @@ export class OwnedWrites {
       seen.add(values.id);
     }
     const answers: (UpdateRow | Error | undefined)[] = asked.map(() => undefined);
-    const alone = (i: number) =>
-      this.#updateOne(asked[i] as UpdateValues).then(
-        (row) => {
-          answers[i] = row;
-        },
-        (failure: unknown) => {
-          answers[i] = loadError(failure);
-        },
-      );
+    const alone = async (i: number) => {
+      answers[i] = await this.#updateOne(asked[i] as UpdateValues).catch(loadError);
+    };
     if (together.length === 1) {
       await alone(together[0] as number);
     } else {
       const batch = together.map((i) => asked[i] as UpdateValues);
-      try {
-        const rows = await this.#updateMany({
-          ids: batch.map((values) => values.id),
-          authorIds: batch.map((values) => values.authorId),
-          titles: batch.map((values) => values.title),
-          contents: batch.map((values) => values.content),
-          nows: batch.map((values) => values.now),
-          versions: batch.map((values) => arrayLiteral(values.versions)),
-        });
-        for (const row of rows) answers[together[parseInt8(row.ord) - 1] as number] = row;
-      } catch (error) {
-        if (isDatabaseUnavailable(error)) throw error;
-        // Nothing of the statement committed: each alone, so that each gets its own answer.
-        await Promise.all(together.map(alone));
-      }
+      const rows = await this.#updateMany({
+        ids: batch.map((values) => values.id),
+        authorIds: batch.map((values) => values.authorId),
+        titles: batch.map((values) => values.title),
+        contents: batch.map((values) => values.content),
+        nows: batch.map((values) => values.now),
+        versions: batch.map((values) => arrayLiteral(values.versions)),
+      });
+      for (const row of rows) answers[together[parseInt8(row.ord) - 1] as number] = row;
     }
     // The later updates of a post go after the statement, each on its own, as requests of their
     // own would have waited for its row lock.

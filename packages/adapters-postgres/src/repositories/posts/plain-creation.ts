@@ -1,21 +1,11 @@
 import type { NewPost, Post } from "@posts/domain";
-import type DataLoader from "dataloader";
 import { type Kysely, sql } from "kysely";
-import { isDatabaseUnavailable } from "../../connection/is-database-unavailable.js";
 import { SQLSTATE_FOREIGN_KEY_VIOLATION, sqlStateOf } from "../../connection/sql-state.js";
 import { parseInt8 } from "../../connection/type-parsers.js";
 import type { Database } from "../../schema/database.js";
 import { type PostRow, toPost } from "../post-row.js";
 import { type PreparedStatement, prepare } from "../prepare.js";
-import { loadError, turnBatches } from "./turn-batches.js";
-
-// As many creations as one turn of the event loop brings at the service's concurrency; more
-// wait for the next statement rather than make one statement's arrays, and its WAL, unbounded.
-const MAX_BATCH = 64;
-// A content longer than this (in UTF-16 units) is inserted by a statement of its own: its
-// insert outweighs a statement's fixed cost anyway, and a batch of the longest contents the API
-// takes would be one statement of a hundred megabytes.
-const MAX_BATCHED_CONTENT = 16_384;
+import { writesTogether } from "./turn-batches.js";
 
 interface CreateValues {
   readonly authorId: number;
@@ -42,16 +32,12 @@ interface ManyValues {
  * under concurrent creates one statement and one commit serve many (bench/RESULTS.md, "POST
  * and PATCH: concurrent writes in one statement"). A post is still answered only once its commit is
  * durable; the posts of one statement commit together, each with its own id, timestamps and
- * event. When that statement fails for a reason other than the database being unavailable (an
- * author deleted meanwhile, say), each creation is tried again alone, so that one cannot fail
- * another; when the database is unavailable, every one of them fails as it would alone.
- *
- * Written with `dataloader`, as the lookups by id are (`turnBatches`).
+ * event; a failed statement is retried creation by creation (`writesTogether`).
  */
 export class PlainCreation {
   readonly #one: PreparedStatement<CreateValues, PostRow>;
   readonly #many: PreparedStatement<ManyValues, PostRow & { readonly ord: number }>;
-  readonly #loader: DataLoader<CreateValues, PostRow | undefined>;
+  readonly #create: (values: CreateValues) => Promise<PostRow | undefined>;
 
   constructor(db: Kysely<Database>) {
     // The author's row is read in the same statement that inserts, so a gone author inserts
@@ -95,11 +81,11 @@ export class PlainCreation {
                inserted.updated_at, wanted.author_id, wanted.author_email
         FROM inserted JOIN wanted ON wanted.id = inserted.id`.compile(db),
     );
-    this.#loader = turnBatches<CreateValues, PostRow | undefined>(
-      async (asked) =>
-        asked.length === 1 ? [await this.#createOne(asked[0] as CreateValues)] : this.#createMany(asked),
-      MAX_BATCH,
-    );
+    this.#create = writesTogether<CreateValues, PostRow | undefined>({
+      alone: (values) => this.#createOne(values),
+      together: (asked) => this.#createMany(asked),
+      contentOf: (values) => values.content,
+    });
   }
 
   /** `PostRepository.create`: the new post, or `undefined` when the author no longer exists. */
@@ -110,9 +96,7 @@ export class PlainCreation {
       content: post.content,
       createdAt: post.createdAt.toISOString(),
     };
-    const row = await (values.content.length > MAX_BATCHED_CONTENT
-      ? this.#createOne(values)
-      : this.#loader.load(values));
+    const row = await this.#create(values);
     return row === undefined ? undefined : toPost(row);
   }
 
@@ -127,20 +111,13 @@ export class PlainCreation {
     }
   }
 
-  async #createMany(asked: readonly CreateValues[]): Promise<(PostRow | Error | undefined)[]> {
-    let rows: (PostRow & { readonly ord: number })[];
-    try {
-      rows = await this.#many({
-        authorIds: asked.map((values) => values.authorId),
-        titles: asked.map((values) => values.title),
-        contents: asked.map((values) => values.content),
-        createdAts: asked.map((values) => values.createdAt),
-      });
-    } catch (error) {
-      if (isDatabaseUnavailable(error)) throw error;
-      // Nothing of the statement committed: each alone, so that each gets its own answer.
-      return Promise.all(asked.map((values) => this.#createOne(values).catch(loadError)));
-    }
+  async #createMany(asked: readonly CreateValues[]): Promise<(PostRow | undefined)[]> {
+    const rows = await this.#many({
+      authorIds: asked.map((values) => values.authorId),
+      titles: asked.map((values) => values.title),
+      contents: asked.map((values) => values.content),
+      createdAts: asked.map((values) => values.createdAt),
+    });
     const answers: (PostRow | undefined)[] = asked.map(() => undefined);
     for (const row of rows) answers[parseInt8(row.ord) - 1] = row;
     return answers;
