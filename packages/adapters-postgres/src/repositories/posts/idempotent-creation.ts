@@ -17,6 +17,7 @@ import {
 import { parseInt8 } from "../../connection/type-parsers.js";
 import type { Database } from "../../schema/database.js";
 import { type PreparedStatement, prepare } from "../prepare.js";
+import { writesTogether } from "./turn-batches.js";
 
 interface KeyedCreateValues {
   readonly authorId: number;
@@ -24,7 +25,7 @@ interface KeyedCreateValues {
   readonly content: string;
   readonly createdAt: string;
   readonly key: string;
-  readonly fingerprint: Uint8Array;
+  readonly fingerprint: Buffer;
   readonly expiresAt: string;
   readonly now: string;
 }
@@ -39,6 +40,17 @@ interface KeyedCreateRow {
   readonly existing_id: number | null;
   readonly same_text: boolean | null;
   readonly author_exists: boolean;
+}
+
+/** Several idempotent creations with keys never used, in the order asked; fingerprints in hex. */
+interface NewKeysValues {
+  readonly authorIds: readonly number[];
+  readonly titles: readonly string[];
+  readonly contents: readonly string[];
+  readonly createdAts: readonly string[];
+  readonly keys: readonly string[];
+  readonly fingerprints: readonly string[];
+  readonly expiresAts: readonly string[];
 }
 
 interface RememberedKeyValues {
@@ -104,6 +116,11 @@ function insertClaimedPost(p: KeyedCreateValues): RawBuilder<unknown> {
  */
 export class IdempotentCreation {
   readonly #createWithNewKey: PreparedStatement<KeyedCreateValues, { readonly created_id: number }>;
+  readonly #createWithNewKeys: PreparedStatement<
+    NewKeysValues,
+    { readonly ord: number; readonly created_id: number }
+  >;
+  readonly #createNew: (values: KeyedCreateValues) => Promise<number>;
   readonly #createWithKey: PreparedStatement<KeyedCreateValues, KeyedCreateRow>;
   readonly #rememberedKey: PreparedStatement<RememberedKeyValues, RememberedKeyRow>;
   readonly #deleteExpiredKeys: PreparedStatement<
@@ -131,6 +148,47 @@ export class IdempotentCreation {
         )
         SELECT id AS created_id FROM inserted`.compile(db),
     );
+    // The same for the creations asked in one turn of the event loop, as PlainCreation does
+    // without keys (bench/RESULTS.md, "Keyed creations in one statement"): one taken key or gone
+    // author fails the whole statement, nothing of it stays, and each creation is tried again
+    // alone (writesTogether), where it fails as it would have alone. The ids are drawn in the
+    // order asked. The keys are inserted in one order, whatever order they were asked in, so
+    // that two statements claiming some of the same keys (retries sent to two instances at once)
+    // wait for each other instead of deadlocking.
+    this.#createWithNewKeys = prepare(db, (p: NewKeysValues) =>
+      sql<{ ord: number; created_id: number }>`
+        WITH asked AS MATERIALIZED (
+          SELECT nextval(pg_get_serial_sequence('posts', 'id')) AS post_id, i.*
+          FROM (
+            SELECT *
+            FROM unnest(${p.authorIds}::int8[], ${p.titles}::text[], ${p.contents}::text[],
+                        ${p.createdAts}::timestamptz[], ${p.keys}::text[], ${p.fingerprints}::text[],
+                        ${p.expiresAts}::timestamptz[])
+              WITH ORDINALITY AS i(author_id, title, content, created_at, key, fingerprint, expires_at, ord)
+            ORDER BY i.ord
+          ) AS i
+        ), claimed AS (
+          INSERT INTO idempotency_keys (user_id, key, expires_at, post_id, fingerprint)
+          SELECT author_id, key, expires_at, post_id, decode(fingerprint, 'hex')
+          FROM asked ORDER BY author_id, key
+        ), inserted AS (
+          INSERT INTO posts (id, title, content, created_at, updated_at, user_id) OVERRIDING SYSTEM VALUE
+          SELECT post_id, title, content, created_at, created_at, author_id FROM asked ORDER BY ord
+          RETURNING id
+        )
+        SELECT asked.ord, inserted.id AS created_id FROM inserted JOIN asked ON asked.post_id = inserted.id`.compile(
+        db,
+      ),
+    );
+    this.#createNew = writesTogether<KeyedCreateValues, number>({
+      alone: async (values) => {
+        const [created] = await this.#createWithNewKey(values);
+        if (created === undefined) throw new Error("an idempotent creation answered no row");
+        return parseInt8(created.created_id);
+      },
+      together: (asked) => this.#createManyWithNewKeys(asked),
+      contentOf: (values) => values.content,
+    });
 
     // One statement, atomic on its own: the key is claimed (inserted, or an expired use of it
     // taken over) together with the post's id drawn from the posts' sequence, and the post is
@@ -213,9 +271,7 @@ export class IdempotentCreation {
     };
     try {
       try {
-        const [created] = await this.#createWithNewKey(values);
-        if (created === undefined) throw new Error("an idempotent creation answered no row");
-        return ok({ id: parseInt8(created.created_id), replayed: false });
+        return ok({ id: await this.#createNew(values), replayed: false });
       } catch (error) {
         // The key is taken, or was until the statement ended: the general statement decides.
         if (!isKeyTaken(error)) throw error;
@@ -244,6 +300,22 @@ export class IdempotentCreation {
       if (sqlStateOf(error) === SQLSTATE_FOREIGN_KEY_VIOLATION) return err("author-gone");
       throw error;
     }
+  }
+
+  async #createManyWithNewKeys(asked: readonly KeyedCreateValues[]): Promise<(number | Error)[]> {
+    const rows = await this.#createWithNewKeys({
+      authorIds: asked.map((values) => values.authorId),
+      titles: asked.map((values) => values.title),
+      contents: asked.map((values) => values.content),
+      createdAts: asked.map((values) => values.createdAt),
+      keys: asked.map((values) => values.key),
+      fingerprints: asked.map((values) => values.fingerprint.toString("hex")),
+      expiresAts: asked.map((values) => values.expiresAt),
+    });
+    const ids: (number | undefined)[] = asked.map(() => undefined);
+    for (const row of rows) ids[parseInt8(row.ord) - 1] = parseInt8(row.created_id);
+    // The statement creates every post or fails as a whole: a missing answer would be a bug.
+    return ids.map((id) => id ?? new Error("an idempotent creation answered no row"));
   }
 
   /** `PostRepository.deleteExpiredIdempotencyKeys`: in batches of at most `SWEEP_BATCH` keys a statement. */
