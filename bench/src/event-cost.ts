@@ -171,8 +171,9 @@ async function writes(
 
 async function setEvents(admin: pg.Client, on: boolean): Promise<void> {
   const verb = on ? "ENABLE" : "DISABLE";
-  await admin.query(`ALTER TABLE posts ${verb} TRIGGER posts_record_insert_delete`);
-  await admin.query(`ALTER TABLE posts ${verb} TRIGGER posts_record_update`);
+  await admin.query(`ALTER TABLE posts ${verb} TRIGGER posts_record_created`);
+  await admin.query(`ALTER TABLE posts ${verb} TRIGGER posts_record_deleted`);
+  await admin.query(`ALTER TABLE posts ${verb} TRIGGER posts_record_updated`);
   // Each ALTER TABLE cancels a running autovacuum of posts, so toggling every few seconds would
   // keep the tables from ever being vacuumed, as no running service keeps them: dead rows would
   // pile up in the outbox's indexes and make each slice slower than the one before. Vacuumed

@@ -32,6 +32,37 @@ async function recordPostEvents(db: AnyDatabase, { notifyEachChange }: { notifyE
     $$`.execute(db);
 }
 
+/** Creates the row triggers of 0006 that call `post_events_record()`; 0009 replaced them, and its `down` puts them back. */
+async function createRowTriggers(db: AnyDatabase) {
+  await sql`
+    CREATE TRIGGER posts_record_insert_delete AFTER INSERT OR DELETE ON posts
+    FOR EACH ROW EXECUTE FUNCTION post_events_record()`.execute(db);
+  // An update that changes nothing is no change.
+  await sql`
+    CREATE TRIGGER posts_record_update AFTER UPDATE ON posts
+    FOR EACH ROW WHEN (OLD.* IS DISTINCT FROM NEW.*) EXECUTE FUNCTION post_events_record()`.execute(db);
+}
+
+/**
+ * Defines a function of 0009's statement triggers on `posts`: one insert of the events of every
+ * post the statement created or updated (`type`), read `from` its transition tables as `n`, in
+ * the order of the posts' ids.
+ */
+async function recordChangedPosts(db: AnyDatabase, name: string, type: string, from: string) {
+  await sql`
+    CREATE OR REPLACE FUNCTION ${sql.raw(name)}() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+      INSERT INTO post_events
+        (type, post_id, title, content, created_at, updated_at, author_id, author_email, occurred_at)
+      SELECT ${sql.raw(`'${type}'`)}, n.id, n.title, n.content, n.created_at, n.updated_at, n.user_id,
+             users.email, n.updated_at
+      FROM ${sql.raw(from)} LEFT JOIN users ON users.id = n.user_id
+      ORDER BY n.id;
+      RETURN NULL;
+    END
+    $$`.execute(db);
+}
+
 /**
  * Every schema change, by name; Kysely runs them in name order and records each one in
  * `kysely_migration`. Defined in code rather than read from files, so that they run the same
@@ -194,13 +225,7 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
       // deletion (also each post of a deleted user, through the cascade) carries the id only.
       // pg_notify is delivered at commit, once per transaction, and not at all on rollback.
       await recordPostEvents(db, { notifyEachChange: true });
-      await sql`
-        CREATE TRIGGER posts_record_insert_delete AFTER INSERT OR DELETE ON posts
-        FOR EACH ROW EXECUTE FUNCTION post_events_record()`.execute(db);
-      // An update that changes nothing is no change.
-      await sql`
-        CREATE TRIGGER posts_record_update AFTER UPDATE ON posts
-        FOR EACH ROW WHEN (OLD.* IS DISTINCT FROM NEW.*) EXECUTE FUNCTION post_events_record()`.execute(db);
+      await createRowTriggers(db);
     },
     async down(db: AnyDatabase) {
       await sql`DROP TRIGGER posts_record_update ON posts`.execute(db);
@@ -262,6 +287,59 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
         db,
       );
       await sql`ALTER TABLE post_events DROP COLUMN xid`.execute(db);
+    },
+  },
+  "0009_post_events_written_per_statement": {
+    async up(db: AnyDatabase) {
+      // The outbox rows of a statement's changes are now written by one insert at its end, from
+      // the statement's transition tables, instead of one trigger call and one insert a row:
+      // the service writes the creations and the updates asked at once with one statement
+      // (repositories/posts/turn-batches.ts), and a row trigger's call, its insert's executor
+      // start-up and the author's lookup were paid once a post (bench/RESULTS.md, "Events
+      // written per statement"). The rows and their transaction are the same, and so is their
+      // order but within a statement, now that of its posts' ids (the order its creations took
+      // their ids): each statement's before the next statement's, and every post of a deleted user's
+      // through the cascade (PostgreSQL gathers a cascade's rows into the deleting statement's
+      // transition table and fires the trigger once). An update that changes nothing is still no
+      // change; a row's id never changes, which is what pairs its old and new versions.
+      await sql`DROP TRIGGER posts_record_update ON posts`.execute(db);
+      await sql`DROP TRIGGER posts_record_insert_delete ON posts`.execute(db);
+      await sql`DROP FUNCTION post_events_record()`.execute(db);
+      await recordChangedPosts(db, "post_events_record_created", "post.created", "created n");
+      await recordChangedPosts(
+        db,
+        "post_events_record_updated",
+        "post.updated",
+        "updated n JOIN before_update o ON o.id = n.id AND o.* IS DISTINCT FROM n.*",
+      );
+      await sql`
+        CREATE OR REPLACE FUNCTION post_events_record_deleted() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+          INSERT INTO post_events (type, post_id, author_id, occurred_at)
+          SELECT 'post.deleted', o.id, o.user_id, clock_timestamp() FROM deleted o ORDER BY o.id;
+          RETURN NULL;
+        END
+        $$`.execute(db);
+      await sql`
+        CREATE TRIGGER posts_record_created AFTER INSERT ON posts REFERENCING NEW TABLE AS created
+        FOR EACH STATEMENT EXECUTE FUNCTION post_events_record_created()`.execute(db);
+      await sql`
+        CREATE TRIGGER posts_record_updated AFTER UPDATE ON posts
+        REFERENCING OLD TABLE AS before_update NEW TABLE AS updated
+        FOR EACH STATEMENT EXECUTE FUNCTION post_events_record_updated()`.execute(db);
+      await sql`
+        CREATE TRIGGER posts_record_deleted AFTER DELETE ON posts REFERENCING OLD TABLE AS deleted
+        FOR EACH STATEMENT EXECUTE FUNCTION post_events_record_deleted()`.execute(db);
+    },
+    async down(db: AnyDatabase) {
+      await sql`DROP TRIGGER posts_record_deleted ON posts`.execute(db);
+      await sql`DROP TRIGGER posts_record_updated ON posts`.execute(db);
+      await sql`DROP TRIGGER posts_record_created ON posts`.execute(db);
+      await sql`DROP FUNCTION post_events_record_deleted()`.execute(db);
+      await sql`DROP FUNCTION post_events_record_updated()`.execute(db);
+      await sql`DROP FUNCTION post_events_record_created()`.execute(db);
+      await recordPostEvents(db, { notifyEachChange: false });
+      await createRowTriggers(db);
     },
   },
 };

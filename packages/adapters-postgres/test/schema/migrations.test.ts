@@ -21,6 +21,7 @@ const ALL = [
   "0006_post_change_events",
   "0007_post_events_without_a_notification_per_change",
   "0008_post_events_cheaper_to_write_and_to_number",
+  "0009_post_events_written_per_statement",
 ];
 const TABLES = [
   "attempt_counts",
@@ -350,5 +351,59 @@ describe.each(ENGINES)("upgrading a filled database on %s", (engine) => {
     );
     expect(numbers.rows.map((row) => Number(row.number))).toEqual([1, 2, 3, 4, 5, 6, 7]);
     expect((await migrateToLatest(db())).applied).toEqual(ALL.slice(7));
+  });
+
+  it("writes after 0009, one insert a statement, the very events 0008's row triggers wrote, and goes back down", async () => {
+    // The same changes under each version of the triggers: several posts a statement, an update
+    // of two posts of which one changes nothing, a deletion, and a user's deletion that cascades.
+    const changes = async () => {
+      await sql`DELETE FROM posts`.execute(db());
+      await sql`DELETE FROM post_events`.execute(db());
+      await sql`DELETE FROM users`.execute(db());
+      await sql`
+        INSERT INTO users (id, email, password_hash, created_at) OVERRIDING SYSTEM VALUE
+        VALUES (901, 'one@example.com', 'h', now()), (902, 'two@example.com', 'h', now())`.execute(db());
+      await sql`
+        INSERT INTO posts (id, title, content, created_at, updated_at, user_id) OVERRIDING SYSTEM VALUE
+        SELECT g, 'post ' || g, 'content ' || g, '2026-11-27T10:00:00Z', '2026-11-27T10:00:00Z',
+               CASE WHEN g <= 3 THEN 901 ELSE 902 END
+        FROM generate_series(5, 1, -1) g`.execute(db());
+      await sql`
+        UPDATE posts SET title = CASE id WHEN 2 THEN 'changed' ELSE title END,
+                         updated_at = CASE id WHEN 2 THEN '2026-11-27T11:00:00Z'::timestamptz ELSE updated_at END
+        WHERE id IN (1, 2)`.execute(db());
+      await sql`DELETE FROM posts WHERE id = 3`.execute(db());
+      await sql`DELETE FROM users WHERE id = 902`.execute(db());
+      const { rows } = await sql<Record<string, unknown>>`
+        SELECT type, post_id::int, title, content, created_at, updated_at, author_id::int, author_email,
+               CASE WHEN type = 'post.deleted' THEN occurred_at IS NOT NULL ELSE occurred_at = updated_at END AS occurred
+        FROM post_events ORDER BY seq`.execute(db());
+      return rows;
+    };
+    await migrateTo(db(), "0008_post_events_cheaper_to_write_and_to_number");
+    const byRows = await changes();
+    // Each statement's events: row triggers wrote them in the order the statement met its rows.
+    const statements = [5, 1, 1, 2];
+    const byStatement = (rows: Record<string, unknown>[], sortById: boolean) =>
+      statements.map((count, i) => {
+        const start = statements.slice(0, i).reduce((sum, n) => sum + n, 0);
+        const events = rows.slice(start, start + count);
+        return sortById ? events.sort((a, b) => Number(a.post_id) - Number(b.post_id)) : events;
+      });
+    expect(byStatement(byRows, true).map((events) => events.map((row) => [row.type, row.post_id]))).toEqual([
+      [1, 2, 3, 4, 5].map((id) => ["post.created", id]),
+      [["post.updated", 2]],
+      [["post.deleted", 3]],
+      [4, 5].map((id) => ["post.deleted", id]),
+    ]);
+
+    expect((await migrateToLatest(db())).applied).toEqual(ALL.slice(8));
+    const byStatements = await changes();
+    // The very same rows, each statement's in the order of its posts' ids.
+    expect(byStatement(byStatements, false)).toEqual(byStatement(byRows, true));
+
+    await migrateTo(db(), "0008_post_events_cheaper_to_write_and_to_number");
+    expect(await changes()).toEqual(byRows);
+    expect((await migrateToLatest(db())).applied).toEqual(ALL.slice(8));
   });
 });
