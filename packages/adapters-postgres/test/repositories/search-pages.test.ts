@@ -5,8 +5,9 @@ import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DIRECT_STATEMENTS } from "../../src/connection/direct-statements.js";
 import { poolForKysely } from "../../src/connection/pool-for-kysely.js";
-import { type ObservedDatabase, observedDatabase, seedPosts } from "../seeded-posts.js";
+import { nodesOf, type ObservedDatabase, observedDatabase, seedPosts } from "../seeded-posts.js";
 import { useTestDatabase } from "../use-test-database.js";
+import { untilBlocked } from "../while-locked.js";
 
 const POSTS = 20_000;
 const BUDGET = 1000;
@@ -284,6 +285,141 @@ describe("search pages on a PostgreSQL server", () => {
     }
   }, 60_000);
 
+  it("give a term remembered as rare more time for its step, and take a step in time as word that its posting lists are short", async (context) => {
+    const { connectionString } = database();
+    if (connectionString === undefined) return context.skip();
+    const STEP_MS = 400;
+    const handle = createPostgresDatabase({ connectionString, poolSize: 2 });
+    const locker = new pg.Client({ connectionString });
+    await locker.connect();
+    try {
+      const posts = new PostgresPostRepository(handle.db, {
+        searchBudget: BUDGET,
+        searchIndexStepMs: STEP_MS,
+      });
+      const oldest = ids.slice(0, 5).reverse();
+      const full = { posts: await Promise.all(oldest.map(async (id) => await posts.findById(id))) };
+      /** A page of "very old" while the table is locked for `ms`: its step waits that long. */
+      const pageLockedFor = async (ms: number) => {
+        await locker.query("BEGIN; LOCK TABLE posts IN ACCESS EXCLUSIVE MODE");
+        const page = posts.searchPage({ limit: 21, search: "very old" });
+        try {
+          await untilBlocked(database(), 1);
+          await new Promise((resolve) => setTimeout(resolve, ms));
+        } finally {
+          await locker.query("COMMIT");
+        }
+        return page;
+      };
+
+      // Unknown yet: the first walk, then the step in its own time, and the term is remembered.
+      expect(await posts.searchPage({ limit: 21, search: "very old" })).toEqual(full);
+      // Remembered: a step kept waiting twice the step's time still answers the page.
+      expect(await pageLockedFor(2 * STEP_MS)).toEqual(full);
+      // Kept waiting past its patience: the step gives up and the term is forgotten; that page
+      // is a walk of the whole budget, and the term's pages walk for a minute.
+      const walked = { posts: [], resumeBelow: ids.at(-BUDGET) };
+      expect(await pageLockedFor(6 * STEP_MS)).toEqual(walked);
+      expect(await posts.searchPage({ limit: 21, search: "very old" })).toEqual(walked);
+
+      // A step in time clears the mark another page of the term left as it waited past its
+      // time: page A's step waits past its patience, page B's, which began later, does not.
+      const again = new PostgresPostRepository(handle.db, {
+        searchBudget: BUDGET,
+        searchIndexStepMs: STEP_MS,
+      });
+      expect(await again.searchPage({ limit: 21, search: "very old" })).toEqual(full);
+      await locker.query("BEGIN; LOCK TABLE posts IN ACCESS EXCLUSIVE MODE");
+      let pages: Promise<unknown>[];
+      try {
+        const a = again.searchPage({ limit: 21, search: "very old" });
+        await untilBlocked(database(), 1);
+        await new Promise((resolve) => setTimeout(resolve, 2.5 * STEP_MS));
+        const b = again.searchPage({ limit: 21, search: "very old" });
+        await untilBlocked(database(), 2);
+        await new Promise((resolve) => setTimeout(resolve, 3.25 * STEP_MS));
+        pages = [a, b];
+      } finally {
+        await locker.query("COMMIT");
+      }
+      expect(await Promise.all(pages)).toEqual([walked, full]);
+      // A forgot the term, B's step cleared the mark: the next page walks a tenth and steps.
+      expect(await again.searchPage({ limit: 21, search: "very old" })).toEqual(full);
+    } finally {
+      await locker.end();
+      await handle.close();
+    }
+  }, 60_000);
+
+  it("take the step on one process without JIT, however large the table looks to the planner", async (context) => {
+    const { connectionString } = database();
+    if (connectionString === undefined) return context.skip();
+    // A session that would compile and parallelise any plan, as ten million posts make the
+    // step's generic plan look to the planner, and that hands every plan it runs to the client.
+    type Explained = { readonly Plan: Parameters<typeof nodesOf>[0]; readonly JIT?: unknown };
+    const plans: Explained[] = [];
+    const session = {
+      session_preload_libraries: "auto_explain",
+      "auto_explain.log_min_duration": 0,
+      "auto_explain.log_level": "notice",
+      "auto_explain.log_format": "json",
+      "auto_explain.log_analyze": "on",
+      "auto_explain.log_timing": "off",
+      jit_above_cost: 0,
+      jit_inline_above_cost: 0,
+      jit_optimize_above_cost: 0,
+      parallel_setup_cost: 0,
+      parallel_tuple_cost: 0,
+      min_parallel_table_scan_size: 0,
+      min_parallel_index_scan_size: 0,
+    };
+    const options = Object.entries(session)
+      .map(([name, value]) => `-c ${name}=${value}`)
+      .join(" ");
+    const pool = new pg.Pool({ connectionString, max: 1, options });
+    pool.on("connect", (client) => {
+      client.on("notice", (notice) => {
+        const json = notice.message?.split("plan:\n")[1];
+        if (json !== undefined) plans.push(JSON.parse(json));
+      });
+    });
+    const { forKysely, run } = poolForKysely(pool, 0);
+    const server = new Kysely<Database>({ dialect: new PostgresDialect({ pool: forKysely }) });
+    DIRECT_STATEMENTS.set(server, run);
+    try {
+      const posts = new PostgresPostRepository(server, { searchBudget: BUDGET, searchIndexStepMs: 10_000 });
+      const stepPlans = async (search: string) => {
+        plans.length = 0;
+        const read = await posts.searchPage({ limit: 21, search });
+        const steps = plans.filter((plan) =>
+          nodesOf(plan.Plan).some((node) => node["Index Name"] === "posts_title_trgm_idx"),
+        );
+        return { ids: read.posts.map((post) => post.id), steps };
+      };
+      const jitted = (plan: Explained) => plan.JIT !== undefined;
+      const parallel = (plan: Explained) =>
+        nodesOf(plan.Plan).some(
+          (node) => String(node["Node Type"]).startsWith("Gather") || node["Parallel Aware"] === true,
+        );
+
+      const { ids: found, steps } = await stepPlans("very old");
+      expect(found).toEqual(ids.slice(0, 5).reverse());
+      expect(steps).toHaveLength(1);
+      for (const plan of steps)
+        expect({ jit: jitted(plan), parallel: parallel(plan) }).toEqual({ jit: false, parallel: false });
+
+      // The session does what it says to a statement without the step's settings.
+      plans.length = 0;
+      await pool.query("SELECT count(*) FROM posts");
+      const [bare] = plans;
+      if (bare === undefined) throw new Error("auto_explain handed no plan over");
+      expect({ jit: jitted(bare), parallel: parallel(bare) }).toEqual({ jit: true, parallel: true });
+    } finally {
+      DIRECT_STATEMENTS.delete(server);
+      await server.destroy();
+    }
+  }, 60_000);
+
   it("leave the step's connection as it was, whether the step answers, gives up or runs out of time", async (context) => {
     const { connectionString } = database();
     if (connectionString === undefined || observed === undefined) return context.skip();
@@ -298,10 +434,12 @@ describe("search pages on a PostgreSQL server", () => {
                    current_setting('enable_seqscan') AS seqscan,
                    current_setting('enable_indexscan') AS indexscan,
                    current_setting('plan_cache_mode') AS plans,
+                   current_setting('jit') AS jit,
+                   current_setting('max_parallel_workers_per_gather') AS workers,
                    now() = statement_timestamp() AS "ownTransaction"`.execute(handle.db)
         ).rows[0];
       const before = await settings();
-      expect(before).toEqual({
+      expect(before).toMatchObject({
         timeout: "4s",
         seqscan: "on",
         indexscan: "on",

@@ -34,6 +34,16 @@ const OUT_OF_TIME_TERMS = 1000;
 const RARE_MS = 60_000;
 const RARE_TERMS = 1000;
 
+/**
+ * How many times the step's time a term remembered as rare is given for its step. Its step
+ * answered within its time lately: its trigrams' posting lists are short and its matches were at
+ * most the budget, so a step of it that runs long is waiting for a core (or a lock), not reading
+ * more. Without this, overload fed itself: on ten million posts, sixteen pages of a rare term at
+ * once on two cores kept each step waiting past 50 ms, the term went without the step for a
+ * minute, and each of its pages walked 3,000 posts instead, twice the step's work (bench/RESULTS.md).
+ */
+const RARE_STEP_PATIENCE = 5;
+
 /** The values of one search page statement. */
 interface SearchValues {
   readonly beforeId?: number;
@@ -110,7 +120,8 @@ export function stepBeforeWalk(found: number, read: number, below: number, budge
  * way a page reads at most `budget` posts and takes the step at most once, and answers what the
  * walk of the whole budget followed by the step would. A term whose step answered a page right
  * after the first walk skips that walk on its pages of the next minute: the step alone answers
- * them, and the term goes back to the walk on the first page whose step gives up. Elsewhere
+ * them, given `RARE_STEP_PATIENCE` times the step's time, and the term goes back to the walk on
+ * the first page whose step gives up. Elsewhere
  * (PGlite, a term of one or two characters, no step time) a page is one walk of the whole budget,
  * and so for a term whose step ran out of time in the last minute.
  *
@@ -186,7 +197,12 @@ export class SearchPages {
       // give together, since the walk's matches are among them. When the term has grown too
       // common for the step, it is forgotten, and this page is a page without the step: one walk
       // of the whole budget (one step a page at most).
-      const all = await this.#fromTheIndex(query, query.beforeId ?? Number.MAX_SAFE_INTEGER, limit);
+      const all = await this.#fromTheIndex(
+        query,
+        query.beforeId ?? Number.MAX_SAFE_INTEGER,
+        limit,
+        this.#indexStepMs * RARE_STEP_PATIENCE,
+      );
       if (all !== undefined) return { posts: all };
       this.#rare.delete(rareKey);
       stepping = false;
@@ -260,8 +276,18 @@ export class SearchPages {
    * and cancels the next statement on that connection (seen under load, a few in a thousand),
    * which must be one of these rather than another request's; should it cancel the `ROLLBACK`,
    * a second one ends the transaction.
+   *
+   * No JIT and no parallel workers: the plan made without the term prices the bitmap at a share
+   * of the whole table, so on ten million posts it crossed `jit_above_cost` and the parallel
+   * thresholds, and compiling the step took 70–115 ms, past its time, for a step that runs in
+   * a few (bench/RESULTS.md). The step's work is bounded by the budget; neither can pay there.
    */
-  async #fromTheIndex(query: SearchPageQuery, below: number, wanted: number): Promise<Post[] | undefined> {
+  async #fromTheIndex(
+    query: SearchPageQuery,
+    below: number,
+    wanted: number,
+    timeMs: number = this.#indexStepMs,
+  ): Promise<Post[] | undefined> {
     const { authorId } = query;
     const step = this.#steps()[variant(authorId)];
     const values = {
@@ -273,9 +299,10 @@ export class SearchPages {
     const rows = await this.#db.connection().execute(async (connection) => {
       await sql
         .raw(
-          `BEGIN; SET LOCAL statement_timeout = ${this.#indexStepMs};
+          `BEGIN; SET LOCAL statement_timeout = ${timeMs};
            SET LOCAL enable_seqscan = off; SET LOCAL enable_indexscan = off;
-           SET LOCAL plan_cache_mode = force_generic_plan`,
+           SET LOCAL plan_cache_mode = force_generic_plan;
+           SET LOCAL jit = off; SET LOCAL max_parallel_workers_per_gather = 0`,
         )
         .execute(connection);
       let outcome: { readonly rows: StepRow[] } | { readonly error: unknown };
@@ -291,7 +318,12 @@ export class SearchPages {
           if (sqlStateOf(error) !== SQLSTATE_QUERY_CANCELED) throw error;
           await sql.raw("ROLLBACK").execute(connection);
         });
-      if ("rows" in outcome) return outcome.rows;
+      if ("rows" in outcome) {
+        // In time: the term's posting lists are short, whatever a page of it that waited for a
+        // core at the same moment concluded.
+        this.#outOfTime.delete(query.search);
+        return outcome.rows;
+      }
       if (sqlStateOf(outcome.error) !== SQLSTATE_QUERY_CANCELED) throw outcome.error;
       this.#remember(this.#outOfTime, query.search, OUT_OF_TIME_MS, OUT_OF_TIME_TERMS);
       return undefined;
@@ -310,23 +342,28 @@ export class SearchPages {
   // filtered row by row is what the step exists to avoid. With them, the plan made without the
   // values (`force_generic_plan`) is the one made for any term (bench/RESULTS.md), and a named
   // statement keeps it: no planning per page. The index is matched in the database's collation,
-  // which it was built in, and each candidate again in "C", as the walk.
+  // which it was built in, and each candidate again in "C", as the walk. The matches are counted
+  // and ordered by id alone, and only the page's posts are read whole: every match passes through
+  // the count, and carrying its title and content there cost a tenth of the step on ten million
+  // posts (bench/RESULTS.md).
   #step(byAuthor: boolean) {
     const db = this.#db;
     return prepare(db, (p: Required<StepValues>) => {
       const author = byAuthor ? sql`AND user_id = ${p.authorId}` : sql``;
       return sql<StepRow>`
-        SELECT c.id, c.title, c.content, c.created_at, c.updated_at, c.user_id AS author_id,
-               (SELECT u.email FROM users u WHERE u.id = c.user_id) AS author_email, c.found
-          FROM (SELECT m.*, count(*) OVER () AS found
-                  FROM (SELECT id, title, content, created_at, updated_at, user_id FROM posts
+        SELECT p.id, p.title, p.content, p.created_at, p.updated_at, p.user_id AS author_id,
+               (SELECT u.email FROM users u WHERE u.id = p.user_id) AS author_email, c.found
+          FROM (SELECT m.id, count(*) OVER () AS found
+                  FROM (SELECT id FROM posts
                          WHERE id + 0 < ${p.below} ${author}
                            AND (title ILIKE ${p.pattern} ESCAPE '\\' OR content ILIKE ${p.pattern} ESCAPE '\\')
                            AND (title COLLATE "C" ILIKE ${p.pattern} ESCAPE '\\'
                                 OR content COLLATE "C" ILIKE ${p.pattern} ESCAPE '\\')
-                         LIMIT ${sql.lit(this.#budget + 1)}) m) c
-         ORDER BY c.id DESC
-         LIMIT ${p.wanted}`.compile(db);
+                         LIMIT ${sql.lit(this.#budget + 1)}) m
+                 ORDER BY m.id DESC
+                 LIMIT ${p.wanted}) c
+          JOIN posts p ON p.id = c.id
+         ORDER BY p.id DESC`.compile(db);
     });
   }
 
