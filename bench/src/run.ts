@@ -62,7 +62,9 @@ async function runPostgres(options: Options) {
 
   const servers: ServerProcess[] = [];
   const stopAll = () => Promise.all(servers.map((s) => s.stop()));
+  // Stopped by Ctrl-C or by `kill`, the servers go too: they are children that outlive the bench.
   process.once("SIGINT", () => void stopAll().then(() => process.exit(130)));
+  process.once("SIGTERM", () => void stopAll().then(() => process.exit(143)));
   const started = performance.now();
   // Names what the seed plants, so that --reuse-database never measures an older seed.
   const seedMark = `bench seed (old-end terms): ${options.posts} posts / ${options.users} users`;
