@@ -408,12 +408,18 @@ describe("search pages on a PostgreSQL server", () => {
       for (const plan of steps)
         expect({ jit: jitted(plan), parallel: parallel(plan) }).toEqual({ jit: false, parallel: false });
 
-      // The session does what it says to a statement without the step's settings.
+      // The session does what it says to a statement without the step's settings (JIT where the
+      // server was built with it, as Debian's is).
+      const jit = (await pool.query<{ available: boolean }>("SELECT pg_jit_available() AS available"))
+        .rows[0];
       plans.length = 0;
       await pool.query("SELECT count(*) FROM posts");
       const [bare] = plans;
       if (bare === undefined) throw new Error("auto_explain handed no plan over");
-      expect({ jit: jitted(bare), parallel: parallel(bare) }).toEqual({ jit: true, parallel: true });
+      expect({ jit: jitted(bare), parallel: parallel(bare) }).toEqual({
+        jit: jit?.available,
+        parallel: true,
+      });
     } finally {
       DIRECT_STATEMENTS.delete(server);
       await server.destroy();

@@ -266,9 +266,10 @@ export class SearchPages {
    * The trigram step (on a server, for a term of three or more characters: `page` decides): the
    * newest `wanted` matches below `below` from the trigram indexes' bitmap, when there are at most
    * `budget` of them (all are then known, and a rare term's page is full however old its matches);
-   * `undefined` when there are more, or when the bitmap alone would take longer than the step's
-   * time (a term whose trigrams are all common reads their posting lists over the whole table,
-   * whatever it matches: PostgreSQL can only be stopped by a statement timeout there).
+   * `undefined` when there are more, or when the bitmap alone would take longer than `timeMs`
+   * (the step's time unless `page` gives more; a term whose trigrams are all common reads their
+   * posting lists over the whole table, whatever it matches: PostgreSQL can only be stopped by a
+   * statement timeout there).
    *
    * One transaction on one connection of the database's own pool, not through `run`: its settings
    * (`SET LOCAL`, sent with `BEGIN` in one text), the step as a named statement, then `ROLLBACK`
