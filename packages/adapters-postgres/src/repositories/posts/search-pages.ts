@@ -123,7 +123,8 @@ export function stepBeforeWalk(found: number, read: number, below: number, budge
  * them, given `RARE_STEP_PATIENCE` times the step's time, and the term goes back to the walk on
  * the first page whose step gives up. Elsewhere
  * (PGlite, a term of one or two characters, no step time) a page is one walk of the whole budget,
- * and so for a term whose step ran out of time in the last minute.
+ * and so for a term whose step ran out of time in the last minute, unless a step of it has
+ * answered in time since.
  *
  * Why not the trigram indexes alone, as `listPage` searches: a bitmap of a term reads the posting
  * lists of all its trigrams over the whole table, so its cost follows how common the term's
