@@ -180,7 +180,6 @@ export const SCENARIOS: readonly Scenario[] = [
       },
     }),
   },
-
   {
     name: "list-user",
     description: "GET /api/v1/posts?size=20&userId=<random user>",

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from "node:timers/promises";
 import { createPostgresDatabase, type Database, PostgresPostRepository } from "@posts/adapters-postgres";
 import { encodeCursor, listPosts, type SearchPageQuery } from "@posts/domain";
 import { CompiledQuery, Kysely, PostgresDialect, sql } from "kysely";
@@ -299,16 +300,24 @@ describe("search pages on a PostgreSQL server", () => {
       });
       const oldest = ids.slice(0, 5).reverse();
       const full = { posts: await Promise.all(oldest.map(async (id) => await posts.findById(id))) };
-      /** A page of "very old" while the table is locked for `ms`: its step waits that long. */
-      const pageLockedFor = async (ms: number) => {
+      /** Runs `meanwhile` while another transaction holds the table locked, then lets go. */
+      const whileTableLocked = async (meanwhile: () => Promise<void>) => {
         await locker.query("BEGIN; LOCK TABLE posts IN ACCESS EXCLUSIVE MODE");
-        const page = posts.searchPage({ limit: 21, search: "very old" });
         try {
-          await untilBlocked(database(), 1);
-          await new Promise((resolve) => setTimeout(resolve, ms));
+          await meanwhile();
         } finally {
           await locker.query("COMMIT");
         }
+      };
+      type Page = ReturnType<typeof posts.searchPage>;
+      /** A page of "very old" while the table is locked for `ms`: its step waits that long. */
+      const pageLockedFor = async (ms: number) => {
+        let page: Page | undefined;
+        await whileTableLocked(async () => {
+          page = posts.searchPage({ limit: 21, search: "very old" });
+          await untilBlocked(database(), 1);
+          await sleep(ms);
+        });
         return page;
       };
 
@@ -329,19 +338,16 @@ describe("search pages on a PostgreSQL server", () => {
         searchIndexStepMs: STEP_MS,
       });
       expect(await again.searchPage({ limit: 21, search: "very old" })).toEqual(full);
-      await locker.query("BEGIN; LOCK TABLE posts IN ACCESS EXCLUSIVE MODE");
-      let pages: Promise<unknown>[];
-      try {
+      let pages: Page[] = [];
+      await whileTableLocked(async () => {
         const a = again.searchPage({ limit: 21, search: "very old" });
         await untilBlocked(database(), 1);
-        await new Promise((resolve) => setTimeout(resolve, 2.5 * STEP_MS));
+        await sleep(2.5 * STEP_MS);
         const b = again.searchPage({ limit: 21, search: "very old" });
         await untilBlocked(database(), 2);
-        await new Promise((resolve) => setTimeout(resolve, 3.25 * STEP_MS));
+        await sleep(3.25 * STEP_MS);
         pages = [a, b];
-      } finally {
-        await locker.query("COMMIT");
-      }
+      });
       expect(await Promise.all(pages)).toEqual([walked, full]);
       // A forgot the term, B's step cleared the mark: the next page walks a tenth and steps.
       expect(await again.searchPage({ limit: 21, search: "very old" })).toEqual(full);
