@@ -77,7 +77,7 @@ export const SETTINGS = Type.Object({
       secret: true,
       unset: "`DATABASE_URL`",
       description:
-        "the same database for the connections that need a session of their own: the one that `LISTEN`s for change events (README *Change events*) and, with `NATS_URL`, the relay's publisher lease (a session advisory lock). When `DATABASE_URL` goes through a pooler in transaction mode (PgBouncer), point this at the primary directly or at a session-mode pool of the pooler, or events reach other instances' feeds only by the periodic check (about 5 s) and two instances may both believe they publish (each publish still names the stream sequence it must follow, so nothing is stored twice)",
+        "the same database for the connections that need a session of their own: the one that `LISTEN`s for change events (README *Change events*) and asks the primary its WAL position for standby reads (a prepared statement), and, with `NATS_URL`, the relay's publisher lease (a session advisory lock). When `DATABASE_URL` goes through a pooler in transaction mode (PgBouncer), point this at the primary directly or at a session-mode pool of the pooler, or events reach other instances' feeds only by the periodic check (about 5 s) and two instances may both believe they publish (each publish still names the stream sequence it must follow, so nothing is stored twice)",
     }),
   ),
   DATABASE_READ_URLS: Type.Array(Type.String({ format: "postgres-url", secret: true }), {

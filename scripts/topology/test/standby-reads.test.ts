@@ -119,6 +119,38 @@ describe("reads on standbys", () => {
     expect(statsOf(handle).positionQueries - before).toBeLessThanOrEqual(2);
   });
 
+  it("ask the primary's position on the listening session, and go on without an error while it is lost", async () => {
+    const handle = open();
+    const run = readsOf(handle);
+    /** The handle's listening session on the primary, with the statement it ran last. */
+    const session = async () =>
+      (
+        await primary.query<{ pid: number; query: string }>(
+          "SELECT pid, query FROM pg_stat_activity WHERE application_name = 'standby-reads-test (listen)'",
+        )
+      ).rows;
+    const asksPosition = (rows: { query: string }[]) =>
+      rows.length === 1 && rows[0]?.query.includes("pg_current_wal_flush_lsn()") === true;
+    let value = 0;
+    const readBack = async () => {
+      value += 1;
+      await write(8, value);
+      expect(await read(run, 8)).toBe(value);
+    };
+    // The first read finds no session open (its position comes from the pool) and opens it.
+    const deadline = Date.now() + 5000;
+    while (!asksPosition(await session())) {
+      if (Date.now() > deadline) throw new Error("the listening session asked no position within 5 s");
+      await readBack();
+    }
+    const [lost] = await session();
+    await primary.query("SELECT pg_terminate_backend($1)", [lost?.pid]);
+    for (let i = 0; i < 100; i += 1) await readBack();
+    const reopened = await session();
+    expect(asksPosition(reopened)).toBe(true);
+    expect(reopened[0]?.pid).not.toBe(lost?.pid);
+  });
+
   it("with replay paused on both standbys, answer from the primary after the wait, never older", async () => {
     const handle = open(STANDBYS, 50);
     const run = readsOf(handle);

@@ -11,13 +11,17 @@ import { createStandbyReads, standbyLabel } from "./standby-reads/standby-reads.
 import { PREPARED_STATEMENT_NAMES } from "./statement-names.js";
 import { TYPE_PARSERS } from "./type-parsers.js";
 
+/** The name the listening session prepares the primary-position statement under (no `posts_N` of `StatementNames`). */
+const POSITION_STATEMENT = "posts_primary_position";
+
 /** How to reach a PostgreSQL server and how patient to be with it. */
 export interface PostgresDatabaseOptions {
   /** `postgres://user:password@host:port/database?…`, as `pg` reads it. */
   readonly connectionString: string;
   /**
    * Where the one connection that `LISTEN`s for notifications goes: the same database, on a
-   * session of its own. Default `connectionString`. Give the server itself (or a pooler's
+   * session of its own, which also asks the primary's WAL position for the standby reads (as a
+   * prepared statement). Default `connectionString`. Give the server itself (or a pooler's
    * session-mode pool) when `connectionString` is a pooler in transaction mode, which hands each
    * statement to whichever server connection is free, so a `LISTEN` hears nothing.
    */
@@ -87,6 +91,7 @@ export function createPostgresDatabase(options: PostgresDatabaseOptions): Databa
   const listening = postgresNotifications({
     connectionString: options.listenConnectionString ?? options.connectionString,
     applicationName: `${options.applicationName ?? "posts-service"} (listen)`,
+    queryTimeoutMillis: queryTimeout,
     ...(options.onIdleClientError === undefined ? {} : { onError: options.onIdleClientError }),
   });
   const handle: DatabaseHandle = {
@@ -106,6 +111,16 @@ export function createPostgresDatabase(options: PostgresDatabaseOptions): Databa
 
   const reads = createStandbyReads({
     primary: run,
+    // The primary's position is asked for every batch of reads, so its cost on the primary is
+    // what reads on standbys still cost it. On the listening session, prepared once and always
+    // answered by the same server process, it costs the primary about 40% less than through a
+    // pooler in transaction mode, which parses it each time on whichever process is free
+    // (bench/RESULTS.md, "The primary's position on a session of its own"). The pool asks
+    // while that session is not open, and when it fails.
+    position: (sql, parameters) => {
+      const onSession = parameters.length === 0 ? listening.prepared(POSITION_STATEMENT, sql) : undefined;
+      return onSession === undefined ? run(sql, parameters) : onSession.catch(() => run(sql, parameters));
+    },
     standbys: readUrls.map((url) => ({
       label: standbyLabel(url),
       pool: openPool(url, options, statementTimeout),

@@ -1,5 +1,6 @@
 import pg from "pg";
 import type { NotificationListener, Notifications } from "./notifications.js";
+import { sqlStateOf } from "./sql-state.js";
 
 /** Options of {@link postgresNotifications}. */
 export interface PostgresNotificationsOptions {
@@ -7,23 +8,46 @@ export interface PostgresNotificationsOptions {
   readonly applicationName: string;
   /** Told of each failure of the listening connection, for the logs. */
   readonly onError?: (error: Error) => void;
+  /**
+   * A statement of `prepared` with no answer after this long fails, and the connection is
+   * reopened (it may still be waiting for that answer). 0 means no limit. Default 0.
+   */
+  readonly queryTimeoutMillis?: number;
 }
 
 const RETRY_FIRST_MS = 100;
 const RETRY_MAX_MS = 5000;
+/** What `pg` fails a statement with when its `query_timeout` runs out. */
+const READ_TIMEOUT = "Query read timeout";
+/** duplicate_prepared_statement, invalid_sql_statement_name: the server's prepared statements are not what `pg` believes. */
+const PREPARED_REFUSALS = new Set(["42P05", "26000"]);
 
 /**
  * Notifications over one connection of its own, outside the pool (a pooled connection would
  * carry its LISTEN to whoever borrows it next), opened on the first `listen` and reopened with
  * backoff whenever it fails; after a reopening every listener is told `undefined`, since what
- * was notified in between is lost. Answers the notifications and the function that closes them.
+ * was notified in between is lost. Answers the notifications, `prepared` (statements on that
+ * same session) and the function that closes them.
  */
 export function postgresNotifications(options: PostgresNotificationsOptions): {
   readonly notifications: Notifications;
+  /**
+   * Runs `text` (no parameters) on the listening session as the prepared statement `name`,
+   * parsed once per connection and always answered by the same server process: for a tiny
+   * statement asked very often, that costs the server less than a pooled connection does
+   * behind a pooler in transaction mode, which parses it at every execution on whichever
+   * process is free. Answers `undefined` when the session is not open (it is opened for the
+   * calls to come) or has refused a prepared statement, so that the caller uses its pool; a
+   * statement that times out reopens the session.
+   */
+  readonly prepared: (name: string, text: string) => Promise<unknown[]> | undefined;
   readonly close: () => Promise<void>;
 } {
   const listeners = new Map<string, Set<NotificationListener>>();
   let client: pg.Client | undefined;
+  // A server that refused a prepared statement (a pooler's session that kept an earlier
+  // client's, say) would refuse the next one too: this connection runs no more of them.
+  let refusedPrepared = false;
   let connecting: Promise<void> | undefined;
   let retryTimer: NodeJS.Timeout | undefined;
   let retryMs = RETRY_FIRST_MS;
@@ -59,8 +83,22 @@ export function postgresNotifications(options: PostgresNotificationsOptions): {
       return;
     }
     client = next;
+    refusedPrepared = false;
     retryMs = RETRY_FIRST_MS;
     if (reopened) tellAll(undefined);
+  };
+
+  /** Opens the connection unless it is open, opening, or waiting to reopen. */
+  const openSoon = () => {
+    if (closed || client !== undefined || connecting !== undefined || retryTimer !== undefined) return;
+    const opening = connect(listeners.size > 0).catch((error: Error) => {
+      options.onError?.(error);
+      reconnectLater();
+    });
+    connecting = opening;
+    void opening.finally(() => {
+      if (connecting === opening) connecting = undefined;
+    });
   };
 
   const reconnectLater = () => {
@@ -121,8 +159,29 @@ export function postgresNotifications(options: PostgresNotificationsOptions): {
     },
   };
 
+  const queryTimeout = options.queryTimeoutMillis ?? 0;
+  const prepared = (name: string, text: string): Promise<unknown[]> | undefined => {
+    const open = client;
+    if (open === undefined) {
+      openSoon();
+      return undefined;
+    }
+    if (refusedPrepared) return undefined;
+    return open.query({ name, text, ...(queryTimeout > 0 ? { query_timeout: queryTimeout } : {}) }).then(
+      (result) => result.rows,
+      (error: Error) => {
+        // pg has stopped waiting for the answer, the server may not have: nothing else may be
+        // sent on this connection before it is gone.
+        if (error.message === READ_TIMEOUT) fail(open, error);
+        else if (PREPARED_REFUSALS.has(sqlStateOf(error) ?? "") && client === open) refusedPrepared = true;
+        throw error;
+      },
+    );
+  };
+
   return {
     notifications,
+    prepared,
     async close() {
       closed = true;
       if (retryTimer !== undefined) clearTimeout(retryTimer);

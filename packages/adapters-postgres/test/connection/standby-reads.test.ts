@@ -35,7 +35,7 @@ describe("WAL positions", () => {
 describe("the primary's position", () => {
   it("is one statement, sent after the turn, for every read of that turn; the reads that arrive during it share the next", async () => {
     const { run, calls } = controlledRunner();
-    const position = new PrimaryPosition(run, { gatherMs: 0 });
+    const position = new PrimaryPosition(run, { gatherMs: 0, maxGatherMs: 0 });
     const first = position.afterNow();
     const second = position.afterNow();
     // Not sent yet: reads of the same turn of the event loop join it.
@@ -80,9 +80,32 @@ describe("the primary's position", () => {
     expect(position.asked).toBe(2);
   });
 
+  it("waits as long as its statements take to be answered, up to maxGatherMs, so that a busy primary answers fewer", async () => {
+    const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+    /** How long after a slow first answer (60 ms) the second statement is sent. */
+    const waitAfterSlowAnswer = async (maxGatherMs: number) => {
+      const { run, calls } = controlledRunner();
+      const position = new PrimaryPosition(run, { gatherMs: 0, maxGatherMs });
+      const first = position.afterNow();
+      await tick();
+      await sleep(60);
+      calls[0]?.answer([{ position: "0/100" }]);
+      await first;
+      const answeredAt = performance.now();
+      const second = position.afterNow();
+      while (calls.length < 2) await tick();
+      const waited = performance.now() - answeredAt;
+      calls[1]?.answer([{ position: "0/200" }]);
+      expect(await second).toBe(0x200n);
+      return waited;
+    };
+    expect(await waitAfterSlowAnswer(200)).toBeGreaterThanOrEqual(55);
+    expect(await waitAfterSlowAnswer(5)).toBeLessThan(40);
+  });
+
   it("fails the reads waiting for it when the primary does not answer, and asks again for the next read", async () => {
     const { run, calls } = controlledRunner();
-    const position = new PrimaryPosition(run, { gatherMs: 0 });
+    const position = new PrimaryPosition(run, { gatherMs: 0, maxGatherMs: 0 });
     const failed = position.afterNow();
     await tick();
     calls[0]?.fail(new Error("connect ECONNREFUSED"));

@@ -27,22 +27,34 @@ export const PRIMARY_POSITION_SQL =
  * and a millisecond, not of a round trip alone: measured on the topology (bench/RESULTS.md,
  * "Position statements that gather a millisecond of reads"), the primary's CPU per standby read
  * fell from 0.36× to 0.24× of a read it serves itself (GET one), with no loss of throughput or
- * latency there; a longer wait gathered no more at that load. A read that finds the primary idle for longer than that waits only for the end
- * of the event loop's turn (`setImmediate`, as DataLoader schedules its batches), so that the
- * requests whose bytes arrived in the same turn share one statement.
+ * latency there. When the statements take longer than that to be answered (a busy primary, a
+ * busy machine), the wait is as long as they take (their recent mean round trip), up to
+ * `maxGatherMs` (default 5 ms): the busier the primary, the more reads each of its answers
+ * serves, so that it answers these statements at most half the time, per process, and a read
+ * waits at most about twice what the statement itself takes (bench/RESULTS.md, "The primary's
+ * position on a session of its own"). A read that finds the primary idle for longer than that
+ * waits only for the end of the event loop's turn (`setImmediate`, as DataLoader schedules its
+ * batches), so that the requests whose bytes arrived in the same turn share one statement.
  */
 export class PrimaryPosition {
   readonly #run: RunStatement;
   readonly #gatherMs: number;
+  readonly #maxGatherMs: number;
+  /** The recent mean time from sending a statement to its answer, in ms. */
+  #roundTripMs = 0;
   #inFlight: Promise<WalPosition> | undefined;
   #next: Promise<WalPosition> | undefined;
   #answeredAt = Number.NEGATIVE_INFINITY;
   #latest: WalPosition | undefined;
   #asked = 0;
 
-  constructor(run: RunStatement, options: { readonly gatherMs?: number } = {}) {
+  constructor(
+    run: RunStatement,
+    options: { readonly gatherMs?: number; readonly maxGatherMs?: number } = {},
+  ) {
     this.#run = run;
     this.#gatherMs = options.gatherMs ?? 1;
+    this.#maxGatherMs = Math.max(this.#gatherMs, options.maxGatherMs ?? 5);
   }
 
   /** A position the primary reported after this call: every commit acknowledged before the call is at or before it. */
@@ -60,7 +72,8 @@ export class PrimaryPosition {
   /** Resolves when the next statement may be sent: after the one in flight, and the gathering time. */
   async #ready(): Promise<void> {
     await this.#inFlight?.then(noop, noop);
-    const rest = this.#answeredAt + this.#gatherMs - performance.now();
+    const gather = Math.min(this.#maxGatherMs, Math.max(this.#gatherMs, this.#roundTripMs));
+    const rest = this.#answeredAt + gather - performance.now();
     await new Promise<void>((resolve) => (rest > 0 ? setTimeout(resolve, rest) : setImmediate(resolve)));
   }
 
@@ -76,9 +89,13 @@ export class PrimaryPosition {
 
   #send(): Promise<WalPosition> {
     this.#asked += 1;
+    const sentAt = performance.now();
     const answer = this.#run(PRIMARY_POSITION_SQL, []).then((rows) => {
       const position = parseWalPosition((rows[0] as { position?: unknown } | undefined)?.position);
       if (position === undefined) throw new Error("the primary reported no WAL position");
+      const took = performance.now() - sentAt;
+      // An exponential mean over the last few answers: one slow answer moves it by a fifth.
+      this.#roundTripMs = this.#roundTripMs === 0 ? took : this.#roundTripMs * 0.8 + took * 0.2;
       if (this.#latest === undefined || position > this.#latest) this.#latest = position;
       return position;
     });

@@ -69,6 +69,11 @@ export interface StandbyPool {
 export interface StandbyReadsOptions {
   /** Runs a statement on the primary (its pool's direct runner). */
   readonly primary: RunStatement;
+  /**
+   * Runs the statement that asks the primary its WAL position (one at a time, and often: one
+   * for each batch of reads). Default `primary`.
+   */
+  readonly position?: RunStatement;
   /** The standbys, each with its own pool (ended by `close`). */
   readonly standbys: readonly StandbyPool[];
   /** Longest a read waits for a standby to replay the primary's position. Default 50. */
@@ -139,7 +144,7 @@ export function createStandbyReads(options: StandbyReadsOptions): StandbyReads {
     pool.on("error", () => {});
     return standby;
   });
-  const position = new PrimaryPosition(options.primary);
+  const position = new PrimaryPosition(options.position ?? options.primary);
   const fallbacks = Object.fromEntries(FALLBACK_REASONS.map((reason) => [reason, 0])) as Record<
     FallbackReason,
     number

@@ -1,0 +1,120 @@
+import { openTestDatabase, type TestDatabase } from "@posts/adapters-postgres/testing";
+import pg from "pg";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { postgresNotifications } from "../../src/connection/postgres-notifications.js";
+
+// The listening session also runs the primary-position statement of the standby reads, prepared
+// once; the standby reads themselves are tested on real standbys in scripts/topology.
+describe("statements on the listening session", () => {
+  let database: TestDatabase;
+  let observer: pg.Client;
+  const sessions: ReturnType<typeof postgresNotifications>[] = [];
+
+  beforeAll(async () => {
+    database = await openTestDatabase("postgres", { migrate: false });
+    if (database.connectionString === undefined) {
+      // CI sets DATABASE_URL; a run there without a server must fail, not pass by skipping.
+      throw new Error("these tests need a PostgreSQL server: set DATABASE_URL=postgres://…");
+    }
+    observer = new pg.Client(database.connectionString);
+    await observer.connect();
+  });
+  afterEach(async () => {
+    await Promise.all(sessions.splice(0).map((session) => session.close()));
+  });
+  afterAll(async () => {
+    await observer?.end();
+    await database?.close();
+  });
+
+  let opened = 0;
+  /** A session with an application name of its own, so that pg_stat_activity tells it apart. */
+  const open = (queryTimeoutMillis?: number) => {
+    opened += 1;
+    const applicationName = `session-statements-${process.pid}-${opened}`;
+    const session = postgresNotifications({
+      connectionString: database.connectionString as string,
+      applicationName,
+      ...(queryTimeoutMillis === undefined ? {} : { queryTimeoutMillis }),
+    });
+    sessions.push(session);
+    return { ...session, applicationName };
+  };
+
+  /** Calls `prepared` until the session is open and answers, for at most 5 s. */
+  const once = async <Row>(session: ReturnType<typeof open>, name: string, text: string): Promise<Row[]> => {
+    const deadline = Date.now() + 5000;
+    for (;;) {
+      const answer = session.prepared(name, text);
+      if (answer !== undefined) return (await answer) as Row[];
+      if (Date.now() > deadline) throw new Error("the session did not open within 5 s");
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+  };
+
+  const backendsOf = async (applicationName: string) =>
+    (
+      await observer.query<{ pid: number }>("SELECT pid FROM pg_stat_activity WHERE application_name = $1", [
+        applicationName,
+      ])
+    ).rows.map((row) => row.pid);
+
+  it("answers undefined until the session is open, then runs each statement prepared, on that one server process", async () => {
+    const session = open();
+    // Not open yet: the caller asks its pool, and the session opens for the calls to come.
+    expect(session.prepared("probe_pid", "SELECT pg_backend_pid() AS pid")).toBeUndefined();
+    const [first] = await once<{ pid: number }>(session, "probe_pid", "SELECT pg_backend_pid() AS pid");
+    const [second] = await once<{ pid: number }>(session, "probe_pid", "SELECT pg_backend_pid() AS pid");
+    expect(second?.pid).toBe(first?.pid);
+    expect(await backendsOf(session.applicationName)).toEqual([first?.pid]);
+    // Prepared on the server under the names given, not sent unnamed.
+    const prepared = await once<{ name: string }>(
+      session,
+      "probe_names",
+      "SELECT name FROM pg_prepared_statements ORDER BY name",
+    );
+    expect(prepared.map((row) => row.name)).toEqual(["probe_names", "probe_pid"]);
+  });
+
+  it("opens a new session when the server ends it, answering undefined or failing meanwhile", async () => {
+    const session = open();
+    const [before] = await once<{ pid: number }>(session, "probe_pid", "SELECT pg_backend_pid() AS pid");
+    await observer.query("SELECT pg_terminate_backend($1)", [before?.pid]);
+    let failed = 0;
+    let after: number | undefined;
+    const deadline = Date.now() + 5000;
+    while (after === undefined || after === before?.pid) {
+      if (Date.now() > deadline) throw new Error("no new session within 5 s");
+      const answer = session.prepared("probe_pid", "SELECT pg_backend_pid() AS pid");
+      if (answer !== undefined) {
+        try {
+          after = ((await answer) as { pid: number }[])[0]?.pid;
+        } catch {
+          failed += 1;
+        }
+      }
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    expect(after).not.toBe(before?.pid);
+    // The one statement the ended session was asked, at most, failed: none after it.
+    expect(failed).toBeLessThanOrEqual(1);
+    expect(await backendsOf(session.applicationName)).toEqual([after]);
+  });
+
+  it("drops a session whose statement outlives the query timeout, and answers on a new one", async () => {
+    const session = open(300);
+    const [before] = await once<{ pid: number }>(session, "probe_pid", "SELECT pg_backend_pid() AS pid");
+    await expect(once(session, "probe_sleep", "SELECT pg_sleep(2)")).rejects.toThrow("Query read timeout");
+    const [after] = await once<{ pid: number }>(session, "probe_pid", "SELECT pg_backend_pid() AS pid");
+    expect(after?.pid).not.toBe(before?.pid);
+  });
+
+  it("runs no more prepared statements on a session that refused one, so that the pool answers", async () => {
+    const session = open();
+    // A server session that already holds a statement of that name, as one a pooler handed
+    // over from an earlier client might: pg does not know it, and the server refuses (42P05).
+    await once(session, "probe_prepare", "PREPARE probe_taken AS SELECT 1");
+    await expect(once(session, "probe_taken", "SELECT 2")).rejects.toMatchObject({ code: "42P05" });
+    expect(session.prepared("probe_pid", "SELECT pg_backend_pid() AS pid")).toBeUndefined();
+  });
+});
