@@ -1,6 +1,6 @@
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { measure, table } from "./measure.js";
+import { measure, primaryShare, table } from "./measure.js";
 import { attachTopology, PORTS, startTopology } from "./topology.js";
 
 /**
@@ -8,7 +8,7 @@ import { attachTopology, PORTS, startTopology } from "./topology.js";
  * TOPOLOGY_DIR (default `<tmp>/posts-topology`). `up` starts it and returns, leaving it running;
  * `down` stops every process it recorded, by pid; `restart N` restarts instance N without failing
  * a request; `measure` prints what standby reads and PgBouncer cost (MEASURE_SECONDS,
- * MEASURE_ROUNDS, MEASURE_CONNECTIONS).
+ * MEASURE_ROUNDS, MEASURE_CONNECTIONS, MEASURE_IDLE_SECONDS).
  */
 async function main(command: string | undefined, argument: string | undefined): Promise<number> {
   const dir = process.env.TOPOLOGY_DIR ?? join(tmpdir(), "posts-topology");
@@ -42,8 +42,9 @@ async function main(command: string | undefined, argument: string | undefined): 
       const seconds = Number(process.env.MEASURE_SECONDS ?? 8);
       const rounds = Number(process.env.MEASURE_ROUNDS ?? 3);
       const connections = Number(process.env.MEASURE_CONNECTIONS ?? 32);
-      const results = await measure(attachTopology(dir), { seconds, rounds, connections, say });
-      process.stdout.write(`\n${table(results)}\n`);
+      const idleSeconds = Number(process.env.MEASURE_IDLE_SECONDS ?? 5);
+      const results = await measure(attachTopology(dir), { seconds, rounds, connections, idleSeconds, say });
+      process.stdout.write(`\n${table(results)}\n\n${primaryShare(results)}\n`);
       return 0;
     }
     case "restart": {
