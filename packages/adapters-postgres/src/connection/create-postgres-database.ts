@@ -7,6 +7,7 @@ import type { DatabaseHandle } from "./database-handle.js";
 import { DIRECT_STATEMENTS } from "./direct-statements.js";
 import { poolForKysely, poolStats } from "./pool-for-kysely.js";
 import { postgresNotifications } from "./postgres-notifications.js";
+import { positionRunner } from "./standby-reads/position-runner.js";
 import { createStandbyReads, standbyLabel } from "./standby-reads/standby-reads.js";
 import { PREPARED_STATEMENT_NAMES } from "./statement-names.js";
 import { TYPE_PARSERS } from "./type-parsers.js";
@@ -116,11 +117,8 @@ export function createPostgresDatabase(options: PostgresDatabaseOptions): Databa
     // answered by the same server process, it costs the primary about 40% less than through a
     // pooler in transaction mode, which parses it each time on whichever process is free
     // (bench/RESULTS.md, "The primary's position on a session of its own"). The pool asks
-    // while that session is not open, and when it fails.
-    position: (sql, parameters) => {
-      const onSession = parameters.length === 0 ? listening.prepared(POSITION_STATEMENT, sql) : undefined;
-      return onSession === undefined ? run(sql, parameters) : onSession.catch(() => run(sql, parameters));
-    },
+    // while that session is not open, and when it is lost.
+    position: positionRunner((sql) => listening.prepared(POSITION_STATEMENT, sql), run),
     standbys: readUrls.map((url) => ({
       label: standbyLabel(url),
       pool: openPool(url, options, statementTimeout),

@@ -16,8 +16,8 @@ export interface PoolStats {
   readonly waiting: number;
 }
 
-/** The message {@link isDatabaseUnavailable} knows `pg`'s own read timeout by. */
-const READ_TIMEOUT = "Query read timeout";
+/** The message {@link isDatabaseUnavailable} knows `pg`'s own read timeout by, which this adapter's timers use too. */
+export const READ_TIMEOUT = "Query read timeout";
 
 /**
  * "cached plan must not change result type": a named statement whose result columns a schema

@@ -1,5 +1,6 @@
 import pg from "pg";
 import type { NotificationListener, Notifications } from "./notifications.js";
+import { READ_TIMEOUT } from "./pool-for-kysely.js";
 import { sqlStateOf } from "./sql-state.js";
 
 /** Options of {@link postgresNotifications}. */
@@ -17,8 +18,6 @@ export interface PostgresNotificationsOptions {
 
 const RETRY_FIRST_MS = 100;
 const RETRY_MAX_MS = 5000;
-/** What `pg` fails a statement with when its `query_timeout` runs out. */
-const READ_TIMEOUT = "Query read timeout";
 /** duplicate_prepared_statement, invalid_sql_statement_name: the server's prepared statements are not what `pg` believes. */
 const PREPARED_REFUSALS = new Set(["42P05", "26000"]);
 
