@@ -1,3 +1,4 @@
+import { existsSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { measure, primaryShare, table } from "./measure.js";
@@ -5,7 +6,8 @@ import { attachTopology, PORTS, startTopology } from "./topology.js";
 
 /**
  * `pnpm topology up|down|status|restart N|measure`: the topology on this machine, in
- * TOPOLOGY_DIR (default `<tmp>/posts-topology`). `up` starts it and returns, leaving it running;
+ * TOPOLOGY_DIR (default `<tmp>/posts-topology`). `up` starts it and returns, leaving it running
+ * (in place of one that `down` stopped there);
  * `down` stops every process it recorded, by pid; `restart N` restarts instance N without failing
  * a request; `measure` prints what standby reads and PgBouncer cost (MEASURE_SECONDS,
  * MEASURE_ROUNDS, MEASURE_CONNECTIONS, MEASURE_IDLE_SECONDS).
@@ -15,6 +17,13 @@ async function main(command: string | undefined, argument: string | undefined): 
   const say = (line: string) => process.stdout.write(`topology: ${line}\n`);
   switch (command) {
     case "up": {
+      // A topology stopped by `down` left its clusters and logs: started anew in their place.
+      // A directory with processes recorded, or that no topology made, is left to the refusal
+      // of startTopology.
+      const recorded = attachTopology(dir).processes;
+      if (existsSync(join(dir, "processes.json")) && Object.keys(recorded.entries()).length === 0) {
+        rmSync(dir, { recursive: true, force: true });
+      }
       const topology = await startTopology({ dir, say });
       say(`up in ${dir}`);
       say(`HAProxy           ${topology.url}`);
