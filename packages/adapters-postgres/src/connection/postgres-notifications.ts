@@ -1,6 +1,6 @@
 import pg from "pg";
+import { isDatabaseUnavailable } from "./is-database-unavailable.js";
 import type { NotificationListener, Notifications } from "./notifications.js";
-import { READ_TIMEOUT } from "./pool-for-kysely.js";
 import { sqlStateOf } from "./sql-state.js";
 
 /** Options of {@link postgresNotifications}. */
@@ -169,9 +169,10 @@ export function postgresNotifications(options: PostgresNotificationsOptions): {
     return open.query({ name, text, ...(queryTimeout > 0 ? { query_timeout: queryTimeout } : {}) }).then(
       (result) => result.rows,
       (error: Error) => {
-        // pg has stopped waiting for the answer, the server may not have: nothing else may be
-        // sent on this connection before it is gone.
-        if (error.message === READ_TIMEOUT) fail(open, error);
+        // A read timeout: pg has stopped waiting for the answer, the server may not have, so
+        // nothing else may be sent on this connection. A connection the server ended: dropped
+        // now, not when pg reports it a moment later, so that the next call asks the pool.
+        if (isDatabaseUnavailable(error)) fail(open, error);
         else if (PREPARED_REFUSALS.has(sqlStateOf(error) ?? "") && client === open) refusedPrepared = true;
         throw error;
       },
