@@ -37,7 +37,8 @@ export function postgresNotifications(options: PostgresNotificationsOptions): {
    * behind a pooler in transaction mode, which parses it at every execution on whichever
    * process is free. Answers `undefined` when the session is not open (it is opened for the
    * calls to come) or has refused a prepared statement, so that the caller uses its pool; a
-   * statement that times out reopens the session.
+   * statement that times out, or whose connection the server ended, drops the session at once
+   * (it reopens as a lost connection does).
    */
   readonly prepared: (name: string, text: string) => Promise<unknown[]> | undefined;
   readonly close: () => Promise<void>;
