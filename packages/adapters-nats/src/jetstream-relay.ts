@@ -8,7 +8,7 @@ import {
   StorageType,
 } from "@nats-io/jetstream";
 import type { Msg, NatsConnection } from "@nats-io/transport-node";
-import { connect, createInbox, headers } from "@nats-io/transport-node";
+import { connect, headers } from "@nats-io/transport-node";
 import type { PublisherLease, RelayEventLog, RelayedEvent, RelayedEventType, RelayLogger } from "./ports.js";
 
 /** The stream the relay writes to, created when absent. */
@@ -79,6 +79,24 @@ function parseAck(reply: Msg): PublishAck {
   if (typeof ack.seq !== "number")
     throw new Error(`the stream's acknowledgement has no sequence: ${reply.string()}`);
   return { seq: ack.seq };
+}
+
+/**
+ * `promise`, or a rejection with `signal`'s reason as soon as it aborts; the listener is removed
+ * either way, so a long-lived signal collects none.
+ */
+async function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
+  signal.throwIfAborted();
+  let abandon!: () => void;
+  const aborted = new Promise<never>((_resolve, reject) => {
+    abandon = () => reject(signal.reason ?? new Error("no longer the publisher"));
+  });
+  signal.addEventListener("abort", abandon, { once: true });
+  try {
+    return await Promise.race([promise, aborted]);
+  } finally {
+    signal.removeEventListener("abort", abandon);
+  }
 }
 
 /** Where the stream ends: its last sequence and the event stored there (0 and 0 when empty). */
@@ -221,23 +239,13 @@ class Relay {
           "event relay: events were pruned from the log before they were published; the stream skips them",
         );
       }
-      // Pipelined on one connection, which the server reads in order; each publish still names
-      // the exact sequence it must follow, so a failure anywhere fails everything after it.
-      const acks = await this.#publishBatch(connection, batch, sequence, leading);
-      for (const [index, ack] of acks.entries()) {
-        const expected = sequence + 1;
-        if (ack.seq !== expected) {
-          // A duplicate stored elsewhere than next: the stream is not what this relay read.
-          throw new Error(
-            `event ${(batch[index] as RelayedEvent).number} is at stream sequence ${ack.seq}, ` +
-              `expected ${expected}`,
-          );
-        }
-        sequence = expected;
-        event = (batch[index] as RelayedEvent).number;
-        this.#lastEvent = event;
-        this.#acknowledged++;
-      }
+      // Pipelined on one connection, which the server reads in order; each publish names the
+      // exact sequence it must follow, so a refusal anywhere refuses everything after it.
+      await this.#publishBatch(connection, batch, sequence, leading);
+      sequence += batch.length;
+      event = (batch[batch.length - 1] as RelayedEvent).number;
+      this.#lastEvent = event;
+      this.#acknowledged += batch.length;
       progressed();
       // A short batch read the log to its end: what follows is known only once it is numbered,
       // so wait for that (at once if it already is) rather than spend a read on finding nothing.
@@ -267,63 +275,67 @@ class Relay {
 
   /**
    * Publishes `batch` in order, the first after stream sequence `after`, each message naming the
-   * sequence it must follow, and answers the stream's acknowledgements in the batch's order.
-   * Rejects when the stream refused one, when one is not answered within the publish timeout,
-   * when the connection closes, or when `leading` aborts.
+   * sequence it must follow, and resolves once the stream holds the whole batch at sequences
+   * `after + 1` to `after + batch.length`. Rejects when the stream refused a message, when an
+   * acknowledgement is not answered within the publish timeout, when the connection closes, or
+   * when `leading` aborts.
    *
-   * Written here instead of one `js.publish` per event: each of those is a request with its own
-   * timer, promise, inbox entry and two Error objects, which cost the service more CPU per event
-   * than the write that made the event (bench/RESULTS.md, "Where a write's CPU goes"). This sends the same
-   * protocol (a core publish with a reply subject and the JetStream headers) with one
-   * subscription and one timer per batch.
+   * Only the first and the last message ask for an acknowledgement. The stream stores a message
+   * only when its last sequence is the one the message names, so the chain holds or breaks as a
+   * whole: once one message is refused (or skipped as a duplicate), every later one names a
+   * sequence the stream does not end at and is refused too, and the last one's acknowledgement
+   * carries the refusal. A last message stored at `after + batch.length` therefore means that
+   * every sequence before it was filled in order; by this relay or, when two relays briefly both
+   * lead, by the other, which publishes the same events at the same sequences (each event's
+   * sequence is its number plus the stream's fixed offset). The first message's acknowledgement
+   * is asked for the reason a batch fails: after any failure the relay starts again from the
+   * stream's end, so the message refused for a cause of its own (too large for the stream, say)
+   * is then the first of a batch, and its refusal is what the log says.
+   *
+   * An acknowledgement per message, as `js.publish` asks, made the NATS server build, and the
+   * relay receive, parse and match, one reply per event: measured here, a third of the relay's
+   * CPU per event and two fifths of the server's (bench/RESULTS.md, "The relay's
+   * acknowledgements"). Core publishes are used, not `js.publish`, for the same protocol without
+   * a request's timer, promise and inbox entry per event ("Where a write's CPU goes").
    */
   async #publishBatch(
     connection: NatsConnection,
     batch: readonly RelayedEvent[],
     after: number,
     leading: AbortSignal,
-  ): Promise<readonly PublishAck[]> {
-    const inbox = createInbox();
-    const replies: (Msg | undefined)[] = new Array(batch.length);
-    let waiting = batch.length;
-    let settle!: (error?: unknown) => void;
-    const answered = new Promise<void>((resolve, reject) => {
-      settle = (error) => (error === undefined ? resolve() : reject(error));
-    });
-    // Subscribed before the first publish on the same connection, so no reply can come first.
-    const subscription = connection.subscribe(`${inbox}.*`, {
-      callback: (error, reply) => {
-        if (error !== null) return settle(error);
-        const index = Number(reply.subject.slice(inbox.length + 1));
-        if (replies[index] !== undefined || !(index >= 0 && index < batch.length)) return;
-        replies[index] = reply;
-        if (--waiting === 0) settle();
-      },
-    });
-    void subscription.closed.then(() =>
-      settle(new Error("the NATS connection closed before every acknowledgement came")),
-    );
-    const timer = setTimeout(
-      () => settle(new Error(`the stream did not acknowledge a publish within ${this.#publishTimeoutMs} ms`)),
-      this.#publishTimeoutMs,
-    );
-    const abandon = () => settle(leading.reason ?? new Error("no longer the publisher"));
-    leading.addEventListener("abort", abandon, { once: true });
-    try {
-      for (const [index, item] of batch.entries()) {
-        const header = headers();
-        header.set(MSG_ID_HEADER, String(item.number));
-        header.set(PubHeaders.ExpectedStreamHdr, STREAM_NAME);
-        header.set(PubHeaders.ExpectedLastSeqHdr, String(after + index));
-        connection.publish(SUBJECTS[item.type], item.body, { reply: `${inbox}.${index}`, headers: header });
+  ): Promise<void> {
+    const last = batch.length - 1;
+    const acknowledgements: Promise<Msg>[] = [];
+    for (const [index, item] of batch.entries()) {
+      const header = headers();
+      header.set(MSG_ID_HEADER, String(item.number));
+      header.set(PubHeaders.ExpectedStreamHdr, STREAM_NAME);
+      header.set(PubHeaders.ExpectedLastSeqHdr, String(after + index));
+      const subject = SUBJECTS[item.type];
+      // Buffer.from is about twice as fast as the TextEncoder the client would otherwise use.
+      const body = Buffer.from(item.body, "utf8");
+      if (index === 0 || index === last) {
+        const acknowledged = connection.request(subject, body, {
+          headers: header,
+          timeout: this.#publishTimeoutMs,
+        });
+        // Observed at once: a rejection is handled even when an abort ends the wait first.
+        acknowledged.catch(() => undefined);
+        acknowledgements.push(acknowledged);
+      } else {
+        connection.publish(subject, body, { headers: header });
       }
-      await answered;
-    } finally {
-      clearTimeout(timer);
-      leading.removeEventListener("abort", abandon);
-      subscription.unsubscribe();
     }
-    return replies.map((reply) => parseAck(reply as Msg));
+    const replies = await untilAborted(Promise.all(acknowledgements), leading);
+    const expected = last === 0 ? [after + 1] : [after + 1, after + batch.length];
+    for (const [index, reply] of replies.entries()) {
+      const { seq } = parseAck(reply);
+      if (seq !== expected[index]) {
+        // A duplicate stored elsewhere than next: the stream is not what this relay read.
+        const number = (batch[index === 0 ? 0 : last] as RelayedEvent).number;
+        throw new Error(`event ${number} is at stream sequence ${seq}, expected ${expected[index]}`);
+      }
+    }
   }
 
   /** Creates the stream when absent, then reads which event its last message is. */

@@ -126,6 +126,43 @@ describe.skipIf(skip)("the JetStream relay", () => {
     expect(refusals.some((err) => String(err).includes("wrong last sequence"))).toBe(true);
   });
 
+  it("stops a batch at a message the stream refuses: nothing after it is stored, and its reason is logged", async () => {
+    const manager = await jetstreamManager(admin);
+    await manager.streams.add({
+      name: STREAM_NAME,
+      subjects: ["posts.events.*"],
+      storage: StorageType.File,
+      max_msg_size: 1024,
+    });
+    const log = new MemoryEventLog();
+    log.append(10);
+    log.append(1, 2048); // event 11: too large for this stream
+    log.append(9);
+    const failures: unknown[] = [];
+    const logger = {
+      info: () => undefined,
+      warn: (details: { err?: unknown }) => failures.push(details.err),
+      error: (details: { err?: unknown }) => failures.push(details.err),
+    };
+    // One batch of twenty, in which only the first and the last message ask to be acknowledged.
+    const relay = start({
+      events: log,
+      lease: new MemoryLeaseArbiter().leaseFor("a"),
+      logger,
+      backoff: { maxMs: 100 },
+    });
+
+    await eventually("the relay has retried from the stream's end", () => failures.length >= 2);
+    expectExactly(await streamWith(server.url, 10), 1, 10);
+    expect((await manager.streams.info(STREAM_NAME)).state.messages).toBe(10);
+    // What it knows to be in the stream, read from the stream's end after the failed batch.
+    expect(relay.status().lastEvent).toBe(10);
+    // The first failure is the batch's last message, refused for the sequence it names; the
+    // retries begin with event 11, refused for its own reason.
+    expect(String(failures[0])).toContain("wrong last sequence");
+    expect(failures.slice(1).some((err) => /maximum/i.test(String(err)))).toBe(true);
+  });
+
   it("starts a new stream at the oldest event the log still keeps, then resumes by id, not by sequence", async () => {
     const log = new MemoryEventLog();
     log.append(100);

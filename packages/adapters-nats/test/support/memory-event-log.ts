@@ -9,13 +9,16 @@ export class MemoryEventLog implements RelayEventLog {
   /** How many times the relay read the log (a relay that never leads never reads). */
   reads = 0;
 
-  /** Appends `count` events of rotating types; returns the last number. */
-  append(count = 1): number {
+  /**
+   * Appends `count` events of rotating types, each body padded to at least `bodyBytes`; returns
+   * the last number.
+   */
+  append(count = 1, bodyBytes = 0): number {
     for (let i = 0; i < count; i++) {
       const number = this.last() + 1;
       const type = TYPES[number % TYPES.length] as RelayedEventType;
       const body = JSON.stringify({ specversion: "1.0", id: String(number), type, subject: String(number) });
-      this.#events.push({ number, type, body });
+      this.#events.push({ number, type, body: body.padEnd(bodyBytes) });
     }
     for (const wake of this.#waiters) wake();
     return this.last();
