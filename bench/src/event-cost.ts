@@ -12,6 +12,10 @@
  * - the delay from each of DELAYS (default 300) sequential POSTs' response to its event on an open
  *   Server-Sent Events stream and in the JetStream stream (p50, p99);
  * - how many events per second one stream reader gets when it resumes from the start;
+ * - what relaying an event costs on its own: with NATS stopped, CATCH_UP (default 30000) posts
+ *   inserted in one statement, then NATS started again and the CPU the service and the NATS
+ *   server use until the stream holds every event, per event (the service does nothing else
+ *   meanwhile, so its CPU is the relay's: reading the log, rendering, publishing);
  * - where the CPU of a write goes, events on and off: microseconds per write used by the service
  *   process, the NATS server, the PostgreSQL backends of the bench's database and the bench's
  *   own clients (from /proc, so on this machine only), because on a machine of two cores a cost
@@ -38,6 +42,7 @@ const ROUNDS = Number(process.env.ROUNDS ?? "6");
 const SLICE_MS = Number(process.env.SLICE_MS ?? "3000");
 const CLIENTS = Number(process.env.CLIENTS ?? "16");
 const DELAYS = Number(process.env.DELAYS ?? "300");
+const CATCH_UP = Number(process.env.CATCH_UP ?? "30000");
 // The bench's own NATS server: a port no test uses (their servers take 21301–21309).
 const NATS_PORT = 21321;
 const WITH_NATS = process.env.NATS !== "off" && natsServerAvailable();
@@ -251,6 +256,77 @@ function streamReader(url: string, headers: Record<string, string>) {
   };
 }
 
+/**
+ * Waits until the JetStream stream `POSTS` holds at least `count` messages, asking on one
+ * connection of its own (a connection per question would add the server's CPU of accepting it).
+ */
+async function waitForStream(url: string, count: number, timeoutMs: number): Promise<void> {
+  const connection = await connectNats({ servers: url });
+  try {
+    const manager = await jetstreamManager(connection);
+    const deadline = performance.now() + timeoutMs;
+    while (performance.now() < deadline) {
+      const messages = await manager.streams.info("POSTS").then(
+        (info) => info.state.messages,
+        () => 0,
+      );
+      if (messages >= count) return;
+      await sleep(100);
+    }
+    throw new Error(`the stream did not reach ${count} messages within ${timeoutMs} ms`);
+  } finally {
+    await connection.close();
+  }
+}
+
+/**
+ * The relay's CPU per event on its own: NATS stopped, `count` events written in one statement
+ * and numbered, NATS started again, and the service's and the NATS server's CPU from then until
+ * the stream holds them all. The relay publishes such a backlog in batches of its full size.
+ */
+async function relayCatchUp(admin: pg.Client, nats: TestNatsServer, servicePid: number, count: number) {
+  const before = await admin.query<{ last: string | null }>("SELECT max(number) AS last FROM post_events");
+  const published = Number(before.rows[0]?.last ?? 0);
+  await waitForStream(nats.url, published, 60_000);
+  await nats.kill("SIGTERM");
+  await admin.query(
+    `INSERT INTO posts (title, content, created_at, updated_at, user_id)
+     SELECT 'catch-up ' || i, 'bench content of a modest length, like a short post.', now(), now(),
+            (SELECT min(id) FROM users)
+       FROM generate_series(1, $1::int) AS i`,
+    [count],
+  );
+  // Numbered by the service's periodic check (every 5 s): nothing woke its sequencer.
+  const total = published + count;
+  const deadline = Date.now() + 60_000;
+  while (Date.now() < deadline) {
+    const { rows } = await admin.query<{ last: string | null }>(
+      "SELECT max(number) AS last FROM post_events",
+    );
+    if (Number(rows[0]?.last ?? 0) >= total) break;
+    await sleep(50);
+  }
+  // The service's CPU from before the restart (its relay may reconnect at once); the server's
+  // from after it, once it has recovered its store.
+  const service0 = cpuSeconds(servicePid);
+  await nats.restart();
+  const natsPid = nats.pid() as number;
+  const nats0 = cpuSeconds(natsPid);
+  const started = performance.now();
+  await waitForStream(nats.url, total, 120_000);
+  const seconds = (performance.now() - started) / 1000;
+  const perEvent = (cpu: number) => +((cpu * 1e6) / count).toFixed(1);
+  return {
+    events: count,
+    // From the restart: the relay reconnects and backs off first, so this is not its speed.
+    secondsFromRestart: +seconds.toFixed(2),
+    cpuMicrosPerEvent: {
+      service: perEvent(cpuSeconds(servicePid) - service0),
+      nats: perEvent(cpuSeconds(natsPid) - nats0),
+    },
+  };
+}
+
 async function main() {
   await recreateDatabase(SERVER, DATABASE);
   const url = withDatabase(SERVER, DATABASE);
@@ -340,6 +416,8 @@ async function main() {
     while (reader.lastId() < total && Date.now() - started < 120_000) await sleep(10);
     const seconds = (Date.now() - started) / 1000;
     await reader.close();
+    const catchUp =
+      nats === undefined ? null : await relayCatchUp(admin, nats, child.pid as number, CATCH_UP);
 
     console.log(
       JSON.stringify(
@@ -364,6 +442,7 @@ async function main() {
             seconds,
             eventsPerSecond: Math.round(reader.count() / seconds),
           },
+          relayCatchUp: catchUp,
         },
         null,
         2,

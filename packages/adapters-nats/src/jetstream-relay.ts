@@ -293,10 +293,11 @@ class Relay {
    * is then the first of a batch, and its refusal is what the log says.
    *
    * An acknowledgement per message, as `js.publish` asks, made the NATS server build, and the
-   * relay receive, parse and match, one reply per event: measured here, a third of the relay's
-   * CPU per event and two fifths of the server's (bench/RESULTS.md, "The relay's
-   * acknowledgements"). Core publishes are used, not `js.publish`, for the same protocol without
-   * a request's timer, promise and inbox entry per event ("Where a write's CPU goes").
+   * relay receive, parse and match, one reply per event; without them (and with the bodies
+   * encoded by `Buffer.from`) the NATS server spends two fifths less CPU per event and the relay
+   * a fifth less (bench/RESULTS.md, "The relay's acknowledgements"). Core publishes are used, not
+   * `js.publish`, for the same protocol without a request's timer, promise and inbox entry per
+   * event ("Where a write's CPU goes").
    */
   async #publishBatch(
     connection: NatsConnection,

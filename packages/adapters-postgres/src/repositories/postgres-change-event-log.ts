@@ -118,9 +118,8 @@ export class PostgresChangeEventLog implements ChangeEventLog {
     this.#db = db;
     this.#options = options;
     // Compiled once and, on a server, a named statement: the feed's pages and the relay's batches
-    // read the log many times a second under writes, and building the query for each read cost
-    // the relay more CPU per batch than reading its rows (bench/RESULTS.md, "The relay's
-    // acknowledgements").
+    // read the log many times a second under writes, and each read built the query again in
+    // Kysely and had the server parse and plan it.
     this.#readAfter = prepare(db, (p: { after: number; limit: number }) =>
       db
         .selectFrom("post_events")
