@@ -28,11 +28,13 @@ export const PRIMARY_POSITION_SQL =
  * "Position statements that gather a millisecond of reads"), the primary's CPU per standby read
  * fell from 0.36× to 0.24× of a read it serves itself (GET one), with no loss of throughput or
  * latency there. When the statements take longer than that to be answered (a busy primary, a
- * busy machine), the wait is as long as they take (their recent mean round trip), up to
- * `maxGatherMs` (default 5 ms): the busier the primary, the more reads each of its answers
- * serves, so that it answers these statements at most half the time, per process, and a read
- * waits at most about twice what the statement itself takes (bench/RESULTS.md, "The primary's
- * position on a session of its own"). A read that finds the primary idle for longer than that
+ * busy machine), the wait is twice as long as they take (their recent mean round trip), up to
+ * `maxGatherMs` (default 10 ms): the busier the primary, the more reads each of its answers
+ * serves, so that it answers these statements at most a third of the time, per process, and a
+ * read waits at most about three times what the statement itself takes. On a saturated topology
+ * this took the primary's CPU per standby read from 0.19–0.28× (a wait of one round trip, up to
+ * 5 ms) to 0.18–0.22× of a read it serves itself, throughput and latency unchanged within
+ * the rounds' spread (bench/RESULTS.md, "Position statements that wait twice their round trip"). A read that finds the primary idle for longer than that
  * waits only for the end of the event loop's turn (`setImmediate`, as DataLoader schedules its
  * batches), so that the requests whose bytes arrived in the same turn share one statement.
  */
@@ -54,7 +56,7 @@ export class PrimaryPosition {
   ) {
     this.#run = run;
     this.#gatherMs = options.gatherMs ?? 1;
-    this.#maxGatherMs = Math.max(this.#gatherMs, options.maxGatherMs ?? 5);
+    this.#maxGatherMs = Math.max(this.#gatherMs, options.maxGatherMs ?? 10);
   }
 
   /** A position the primary reported after this call: every commit acknowledged before the call is at or before it. */
@@ -72,7 +74,7 @@ export class PrimaryPosition {
   /** Resolves when the next statement may be sent: after the one in flight, and the gathering time. */
   async #ready(): Promise<void> {
     await this.#inFlight?.then(noop, noop);
-    const gather = Math.min(this.#maxGatherMs, Math.max(this.#gatherMs, this.#roundTripMs));
+    const gather = Math.min(this.#maxGatherMs, Math.max(this.#gatherMs, 2 * this.#roundTripMs));
     const rest = this.#answeredAt + gather - performance.now();
     await new Promise<void>((resolve) => (rest > 0 ? setTimeout(resolve, rest) : setImmediate(resolve)));
   }
