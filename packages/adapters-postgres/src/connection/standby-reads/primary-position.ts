@@ -31,12 +31,14 @@ export const PRIMARY_POSITION_SQL =
  * busy machine), the wait is twice as long as they take (their recent mean round trip), up to
  * `maxGatherMs` (default 10 ms): the busier the primary, the more reads each of its answers
  * serves, so that it answers these statements at most a third of the time, per process, and a
- * read waits at most about three times what the statement itself takes. On a saturated topology
- * this took the primary's CPU per standby read from 0.19–0.28× (a wait of one round trip, up to
- * 5 ms) to 0.18–0.22× of a read it serves itself, throughput and latency unchanged within
- * the rounds' spread (bench/RESULTS.md, "Position statements that wait twice their round trip"). A read that finds the primary idle for longer than that
- * waits only for the end of the event loop's turn (`setImmediate`, as DataLoader schedules its
- * batches), so that the requests whose bytes arrived in the same turn share one statement.
+ * read waits for at most about four of their round trips (the statement in flight, the
+ * gathering, its own). On a saturated topology this took the primary's CPU per standby read
+ * from 0.19–0.28× (a wait of one round trip, up to 5 ms) to 0.18–0.22× of a read it serves
+ * itself, throughput and latency unchanged within the rounds' spread (bench/RESULTS.md,
+ * "Position statements that wait twice their round trip"). A read that finds the primary idle
+ * for longer than that waits only for the end of the event loop's turn (`setImmediate`, as
+ * DataLoader schedules its batches), so that the requests whose bytes arrived in the same turn
+ * share one statement.
  */
 export class PrimaryPosition {
   readonly #run: RunStatement;
