@@ -256,6 +256,12 @@ function streamReader(url: string, headers: Record<string, string>) {
   };
 }
 
+/** The newest event number the log has given (0 before the first). */
+async function lastEventNumber(admin: pg.Client): Promise<number> {
+  const { rows } = await admin.query<{ last: string | null }>("SELECT max(number) AS last FROM post_events");
+  return Number(rows[0]?.last ?? 0);
+}
+
 /**
  * Waits until the JetStream stream `POSTS` holds at least `count` messages, asking on one
  * connection of its own (a connection per question would add the server's CPU of accepting it).
@@ -285,8 +291,7 @@ async function waitForStream(url: string, count: number, timeoutMs: number): Pro
  * the stream holds them all. The relay publishes such a backlog in batches of its full size.
  */
 async function relayCatchUp(admin: pg.Client, nats: TestNatsServer, servicePid: number, count: number) {
-  const before = await admin.query<{ last: string | null }>("SELECT max(number) AS last FROM post_events");
-  const published = Number(before.rows[0]?.last ?? 0);
+  const published = await lastEventNumber(admin);
   await waitForStream(nats.url, published, 60_000);
   await nats.kill("SIGTERM");
   await admin.query(
@@ -299,13 +304,7 @@ async function relayCatchUp(admin: pg.Client, nats: TestNatsServer, servicePid: 
   // Numbered by the service's periodic check (every 5 s): nothing woke its sequencer.
   const total = published + count;
   const deadline = Date.now() + 60_000;
-  while (Date.now() < deadline) {
-    const { rows } = await admin.query<{ last: string | null }>(
-      "SELECT max(number) AS last FROM post_events",
-    );
-    if (Number(rows[0]?.last ?? 0) >= total) break;
-    await sleep(50);
-  }
+  while ((await lastEventNumber(admin)) < total && Date.now() < deadline) await sleep(50);
   // The service's CPU from before the restart (its relay may reconnect at once); the server's
   // from after it, once it has recovered its store.
   const service0 = cpuSeconds(servicePid);
@@ -409,8 +408,7 @@ async function main() {
       };
     };
 
-    const { rows } = await admin.query<{ last: string }>("SELECT max(number) AS last FROM post_events");
-    const total = Number(rows[0]?.last);
+    const total = await lastEventNumber(admin);
     const started = Date.now();
     const reader = streamReader(`${base}/api/v1/posts/events`, { "last-event-id": "0" });
     while (reader.lastId() < total && Date.now() - started < 120_000) await sleep(10);

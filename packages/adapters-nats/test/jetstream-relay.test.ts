@@ -1,4 +1,4 @@
-import { jetstream, jetstreamManager, StorageType } from "@nats-io/jetstream";
+import { jetstream, jetstreamManager, StorageType, type StreamConfig } from "@nats-io/jetstream";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { type JetStreamRelay, STREAM_NAME, startJetStreamRelay } from "@posts/adapters-nats";
 import { natsServerAvailable, startNatsServer, type TestNatsServer } from "@posts/adapters-nats/testing";
@@ -21,6 +21,15 @@ describe.skipIf(skip)("the JetStream relay", () => {
     relays.push(relay);
     return relay;
   };
+
+  /** Creates the stream as the relay would, with `limits` of the test's own, before a relay starts. */
+  const addStream = async (limits: Partial<StreamConfig>) =>
+    (await jetstreamManager(admin)).streams.add({
+      name: STREAM_NAME,
+      subjects: ["posts.events.*"],
+      storage: StorageType.File,
+      ...limits,
+    });
 
   beforeAll(async () => {
     server = await startNatsServer(PORT);
@@ -93,13 +102,7 @@ describe.skipIf(skip)("the JetStream relay", () => {
 
   it("keeps the stream exact when two relays both believe they publish, even past the duplicate window", async () => {
     // A one-second duplicate window: de-duplication alone would let the second relay's copies in.
-    const manager = await jetstreamManager(admin);
-    await manager.streams.add({
-      name: STREAM_NAME,
-      subjects: ["posts.events.*"],
-      storage: StorageType.File,
-      duplicate_window: 1_000_000_000,
-    });
+    await addStream({ duplicate_window: 1_000_000_000 });
     const log = new MemoryEventLog();
     log.append(10);
     const seed = start({ events: log, lease: new MemoryLeaseArbiter().leaseFor("seed") });
@@ -127,13 +130,7 @@ describe.skipIf(skip)("the JetStream relay", () => {
   });
 
   it("stops a batch at a message the stream refuses: nothing after it is stored, and its reason is logged", async () => {
-    const manager = await jetstreamManager(admin);
-    await manager.streams.add({
-      name: STREAM_NAME,
-      subjects: ["posts.events.*"],
-      storage: StorageType.File,
-      max_msg_size: 1024,
-    });
+    await addStream({ max_msg_size: 1024 });
     const log = new MemoryEventLog();
     log.append(10);
     log.append(1, 2048); // event 11: too large for this stream
@@ -154,7 +151,7 @@ describe.skipIf(skip)("the JetStream relay", () => {
 
     await eventually("the relay has retried from the stream's end", () => failures.length >= 2);
     expectExactly(await streamWith(server.url, 10), 1, 10);
-    expect((await manager.streams.info(STREAM_NAME)).state.messages).toBe(10);
+    expect((await (await jetstreamManager(admin)).streams.info(STREAM_NAME)).state.messages).toBe(10);
     // What it knows to be in the stream, read from the stream's end after the failed batch.
     expect(relay.status().lastEvent).toBe(10);
     // The first failure is the batch's last message, refused for the sequence it names; the
