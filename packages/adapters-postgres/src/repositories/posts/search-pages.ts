@@ -17,12 +17,18 @@ const SQLSTATE_QUERY_CANCELED = "57014";
 const DEFAULT_INDEX_STEP_MS = 50;
 
 /**
- * How long a term whose trigram step ran out of time goes without one, in milliseconds, and how
- * many such terms are remembered. What makes a step run out of time is the length of the posting
- * lists of the term's trigrams over the whole table, the same below any cursor: the term's next
- * pages would only pay the step's time again (bench/RESULTS.md).
+ * How often a term whose trigram step ran out of time tries it again, in milliseconds: one of its
+ * pages a second takes the step, the others go without; and how many such terms are remembered.
+ * What makes a step run out of time is either the length of the posting lists of the term's
+ * trigrams over the whole table, the same below any cursor, which its next pages would only pay
+ * again, or a moment's load: on ten million posts, the first sixteen pages of a rare term at once
+ * on a fresh instance (each step planned, its heap pages read into PostgreSQL's buffers, two cores)
+ * ran past 50 ms, and when a term then went without the step for a minute, every page of that
+ * minute walked 3,000 posts and came back short (bench/RESULTS.md). A step a second tells the two
+ * apart, and costs a term whose lists are long one step's time a second; no page takes more than
+ * one step either way.
  */
-const OUT_OF_TIME_MS = 60_000;
+const OUT_OF_TIME_RETRY_MS = 1000;
 const OUT_OF_TIME_TERMS = 1000;
 
 /**
@@ -39,8 +45,8 @@ const RARE_TERMS = 1000;
  * answered within its time lately: its trigrams' posting lists are short and its matches were at
  * most the budget, so a step of it that runs long is waiting for a core (or a lock), not reading
  * more. Without this, overload fed itself: on ten million posts, sixteen pages of a rare term at
- * once on two cores kept each step waiting past 50 ms, the term went without the step for a
- * minute, and each of its pages walked 3,000 posts instead, twice the step's work (bench/RESULTS.md).
+ * once on two cores kept each step waiting past 50 ms, the term went without the step, and each
+ * of its pages walked 3,000 posts instead, twice the step's work (bench/RESULTS.md).
  */
 const RARE_STEP_PATIENCE = 5;
 
@@ -123,8 +129,8 @@ export function stepBeforeWalk(found: number, read: number, below: number, budge
  * them, given `RARE_STEP_PATIENCE` times the step's time, and the term goes back to the walk on
  * the first page whose step gives up. Elsewhere
  * (PGlite, a term of one or two characters, no step time) a page is one walk of the whole budget,
- * and so for a term whose step ran out of time in the last minute, unless a step of it has
- * answered in time since.
+ * and so for a term whose step ran out of time, but for one of its pages a second, which takes the
+ * step again (`OUT_OF_TIME_RETRY_MS`), until a step of it answers in time.
  *
  * Why not the trigram indexes alone, as `listPage` searches: a bitmap of a term reads the posting
  * lists of all its trigrams over the whole table, so its cost follows how common the term's
@@ -146,7 +152,10 @@ export class SearchPages {
   /** Whether `db` is a server's pool (createPostgresDatabase): PGlite pages only walk. */
   readonly #onServer: boolean;
   readonly #indexStepMs: number;
-  /** Terms whose step ran out of time, with when they may take it again, oldest first. */
+  /**
+   * Terms whose step ran out of time and has not answered in time since, with when one of their
+   * pages may take it again, oldest first.
+   */
   readonly #outOfTime = new Map<string, number>();
   /**
    * Terms (by author, when searched by one) whose step answered a page after the first walk, with
@@ -327,7 +336,7 @@ export class SearchPages {
         return outcome.rows;
       }
       if (sqlStateOf(outcome.error) !== SQLSTATE_QUERY_CANCELED) throw outcome.error;
-      this.#remember(this.#outOfTime, query.search, OUT_OF_TIME_MS, OUT_OF_TIME_TERMS);
+      this.#remember(this.#outOfTime, query.search, OUT_OF_TIME_RETRY_MS, OUT_OF_TIME_TERMS);
       return undefined;
     });
     if (rows === undefined) return undefined;
@@ -369,9 +378,19 @@ export class SearchPages {
     });
   }
 
-  /** Whether `search`'s step ran out of time within the last `OUT_OF_TIME_MS`. */
+  /**
+   * Whether a page of `search` goes without the step: its step ran out of time and has not
+   * answered in time since, and another page tried it again less than `OUT_OF_TIME_RETRY_MS`
+   * ago. A page that may try it takes the turn: the term's other pages of the next
+   * `OUT_OF_TIME_RETRY_MS` go without.
+   */
   #ranOutOfTime(search: string): boolean {
-    return this.#remembered(this.#outOfTime, search);
+    const nextTry = this.#outOfTime.get(search);
+    if (nextTry === undefined) return false;
+    if (nextTry > Date.now()) return true;
+    // The mark stays until a step answers in time (`#fromTheIndex`) or the map outgrows its bound.
+    this.#remember(this.#outOfTime, search, OUT_OF_TIME_RETRY_MS, OUT_OF_TIME_TERMS);
+    return false;
   }
 
   /** Whether `terms` holds `search` and its time has not run out (an expired entry goes). */
