@@ -327,8 +327,8 @@ describe("search pages on a PostgreSQL server", () => {
       expect(await posts.searchPage({ limit: 21, search: "very old" })).toEqual(full);
       // Remembered: a step kept waiting twice the step's time still answers the page.
       expect(await pageLockedFor(2 * STEP_MS)).toEqual(full);
-      // Kept waiting past its patience: the step gives up and the term is forgotten; that page
-      // is a walk of the whole budget, and so are the term's pages of the next second.
+      // Kept waiting past its patience: the step gives up and the term is forgotten and marked
+      // out of time; that page is a walk of the whole budget.
       const walked = { posts: [], resumeBelow: ids.at(-BUDGET) };
       expect(await pageLockedFor(6 * STEP_MS)).toEqual(walked);
       // A second later one page takes the step again while the others asked with it walk; its
