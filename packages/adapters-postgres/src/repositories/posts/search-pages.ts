@@ -199,7 +199,7 @@ export class SearchPages {
       this.#onServer &&
       this.#indexStepMs > 0 &&
       [...query.search].length >= 3 &&
-      !this.#ranOutOfTime(query.search);
+      !this.#withoutStep(query.search);
     // By author too: a term rare in one author's posts may be common in everyone's.
     const rareKey = `${query.authorId ?? ""} ${query.search}`;
     if (stepping && this.#remembered(this.#rare, rareKey)) {
@@ -379,12 +379,12 @@ export class SearchPages {
   }
 
   /**
-   * Whether a page of `search` goes without the step: its step ran out of time and has not
-   * answered in time since, and another page tried it again less than `OUT_OF_TIME_RETRY_MS`
-   * ago. A page that may try it takes the turn: the term's other pages of the next
-   * `OUT_OF_TIME_RETRY_MS` go without.
+   * Whether a page of `search` goes without the step: a step of the term ran out of time and none
+   * has answered in time since, and the last one ran out (or was tried again) less than
+   * `OUT_OF_TIME_RETRY_MS` ago. Asking takes the turn: when the answer is that the page may try
+   * the step, the term's other pages of the next `OUT_OF_TIME_RETRY_MS` go without.
    */
-  #ranOutOfTime(search: string): boolean {
+  #withoutStep(search: string): boolean {
     const nextTry = this.#outOfTime.get(search);
     if (nextTry === undefined) return false;
     if (nextTry > Date.now()) return true;
