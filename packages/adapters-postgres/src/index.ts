@@ -48,6 +48,10 @@ export {
   PostgresUserRepository,
   type PostgresUserRepositoryOptions,
 } from "./repositories/postgres-user-repository.js";
+export {
+  TrigramPendingListCleaner,
+  type TrigramPendingListCleanerOptions,
+} from "./repositories/trigram-pending-lists.js";
 export type {
   AttemptCountsTable,
   Database,

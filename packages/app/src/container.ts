@@ -10,6 +10,7 @@ import {
   PostgresChangeEventLog,
   PostgresPostRepository,
   PostgresUserRepository,
+  TrigramPendingListCleaner,
 } from "@posts/adapters-postgres";
 import type {
   AttemptCounter,
@@ -60,6 +61,13 @@ export const TOKENS = {
    * before the server listens (it listens for notifications and runs the sequencer), closed after.
    */
   changeEvents: Symbol("ChangeEventLog") as InjectionToken<PostgresChangeEventLog>,
+  /**
+   * On a PostgreSQL server, merges the trigram indexes' pending lists soon after this process
+   * wrote posts, so that no request's statement merges them (absent on PGlite, whose one
+   * connection would only queue the merge behind the requests). Closed by `serve` before the
+   * database.
+   */
+  pendingLists: Symbol("TrigramPendingListCleaner") as InjectionToken<TrigramPendingListCleaner | undefined>,
   /** Every table of rows that expire, swept by the `ExpirySweeper`. */
   expirySweeps: Symbol("ExpirySweeps") as InjectionToken<readonly ExpirySweep[]>,
   dependencies: Symbol("Dependencies") as InjectionToken<Dependencies>,
@@ -95,10 +103,14 @@ export function createContainer(seeds: ContainerSeeds): DependencyContainer {
       const { db, readStatements } = c.resolve(TOKENS.database);
       // A change's event is numbered as soon as the change committed (see PostgresChangeEventLog).
       const events = c.resolve(TOKENS.changeEvents);
+      const pendingLists = c.resolve(TOKENS.pendingLists);
       return new PostgresPostRepository(db, {
         ...(cache === undefined ? {} : { cache }),
         ...(readStatements === undefined ? {} : { readStatements }),
-        onChange: () => events.wake(),
+        onChange: () => {
+          events.wake();
+          pendingLists?.wake();
+        },
       });
     }),
   });
@@ -123,6 +135,20 @@ export function createContainer(seeds: ContainerSeeds): DependencyContainer {
       return new PostgresChangeEventLog(database.db, {
         ...(database.notifications === undefined ? {} : { notifications: database.notifications }),
         onError: (error) => logger.error({ err: error }, "numbering change events failed; retrying"),
+      });
+    }),
+  });
+  container.register(TOKENS.pendingLists, {
+    useFactory: instanceCachingFactory((c) => {
+      const database = c.resolve(TOKENS.database);
+      if (database.engine !== "postgres") return undefined;
+      const logger = c.resolve(TOKENS.logger);
+      return new TrigramPendingListCleaner(database.db, {
+        onError: (error) =>
+          logger.warn(
+            { err: error },
+            "merging the trigram indexes' pending lists failed; writes will merge them",
+          ),
       });
     }),
   });

@@ -98,6 +98,10 @@ async function start(config: AppConfig, logger: Logger, resources: Resource[], s
   const changeEvents = container.resolve(TOKENS.changeEvents);
   await changeEvents.start();
   resources.push({ name: "change event log", close: () => changeEvents.close() });
+  const pendingLists = container.resolve(TOKENS.pendingLists);
+  if (pendingLists !== undefined) {
+    resources.push({ name: "trigram pending-list merges", close: () => pendingLists.close() });
+  }
   // With NATS_URL: the same CloudEvents as the feed's, relayed to JetStream (closed before the log).
   const render = cloudEventRenderer(config.timeZone);
   const relayed = relayEventLogOf(changeEvents, (event) => ({

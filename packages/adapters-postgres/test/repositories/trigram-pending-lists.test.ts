@@ -1,0 +1,139 @@
+import { PostgresPostRepository, TrigramPendingListCleaner } from "@posts/adapters-postgres";
+import { sql } from "kysely";
+import { beforeEach, describe, expect, it } from "vitest";
+import { useTestDatabase } from "../use-test-database.js";
+
+const CREATED_AT = new Date("2026-11-28T09:00:00.000Z");
+const POSTS = 50;
+
+// On a server only: PGlite runs every statement on its one connection, so a merge there could
+// only queue behind the requests (the app makes no cleaner for it).
+describe("the trigram indexes' pending lists merged after writes", () => {
+  const database = useTestDatabase("postgres");
+  beforeEach(async () => database().truncate());
+  const onServer = () => database().connectionString !== undefined;
+  let authors = 0;
+
+  async function anAuthor(): Promise<number> {
+    const created = await database().users.create({
+      email: `pending-${++authors}@example.com`,
+      passwordHash: "hash",
+      createdAt: CREATED_AT,
+    });
+    if (!created.ok) throw new Error(created.error);
+    return created.value.id;
+  }
+
+  /** Writes posts through `posts`, then updates each one's title, as a PATCH does. */
+  async function write(posts: PostgresPostRepository, authorId: number): Promise<void> {
+    for (let i = 0; i < POSTS; i++) {
+      const post = await posts.create({
+        authorId,
+        title: `a title ${i}`,
+        content: `some content to index, number ${i}`,
+        createdAt: CREATED_AT,
+      });
+      if (post === undefined) throw new Error("author gone");
+      const updated = await posts.update({
+        id: post.id,
+        authorId,
+        changes: { title: `an edited title ${i}` },
+        now: CREATED_AT,
+      });
+      if (!updated.ok) throw new Error(updated.error);
+    }
+  }
+
+  /** Merges what is left in both lists now, answering how many pages that was. */
+  async function pagesLeft(): Promise<number> {
+    const { rows } = await sql<{ left: number }>`
+      SELECT (gin_clean_pending_list('posts_title_trgm_idx'::regclass)
+            + gin_clean_pending_list('posts_content_trgm_idx'::regclass))::int AS left`.execute(
+      database().db,
+    );
+    return rows[0]?.left ?? -1;
+  }
+
+  it("leaves nothing pending once the writes' merges are done (writes alone leave pages)", async (context) => {
+    if (!onServer()) context.skip();
+    const authorId = await anAuthor();
+    await pagesLeft();
+
+    // Without a cleaner the entries stay pending: this is what the test would see if the cleaner
+    // did nothing.
+    await write(new PostgresPostRepository(database().db), authorId);
+    expect(await pagesLeft()).toBeGreaterThan(0);
+
+    const cleaner = new TrigramPendingListCleaner(database().db, { intervalMs: 5 });
+    try {
+      await write(new PostgresPostRepository(database().db, { onChange: () => cleaner.wake() }), authorId);
+      await cleaner.idle();
+      expect(cleaner.merged).toBeGreaterThan(0);
+      expect(await pagesLeft()).toBe(0);
+    } finally {
+      await cleaner.close();
+    }
+  });
+
+  it("merges nothing until it is woken, and nothing that was due when it closed", async (context) => {
+    if (!onServer()) context.skip();
+    const authorId = await anAuthor();
+    await pagesLeft();
+    const cleaner = new TrigramPendingListCleaner(database().db, { intervalMs: 50 });
+    await write(new PostgresPostRepository(database().db), authorId);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(cleaner.merged).toBe(0);
+
+    cleaner.wake();
+    await cleaner.close();
+    cleaner.wake();
+    await cleaner.idle();
+    expect(cleaner.merged).toBe(0);
+    expect(await pagesLeft()).toBeGreaterThan(0);
+  });
+
+  it("reports a merge that failed, and merges at the next write", async (context) => {
+    if (!onServer()) context.skip();
+    const authorId = await anAuthor();
+    const errors: unknown[] = [];
+    const cleaner = new TrigramPendingListCleaner(database().db, {
+      intervalMs: 5,
+      onError: (error) => errors.push(error),
+    });
+    try {
+      // The merge waits for the lock a transaction that drops an index holds on it, and is
+      // cancelled (the drop is rolled back).
+      await database()
+        .db.connection()
+        .execute(async (locking) => {
+          await sql`BEGIN`.execute(locking);
+          await sql`DROP INDEX posts_content_trgm_idx`.execute(locking);
+          try {
+            cleaner.wake();
+            let cancelled = false;
+            while (!cancelled) {
+              await new Promise((resolve) => setTimeout(resolve, 10));
+              const { rows } = await sql<{ cancelled: boolean }>`
+                SELECT pg_cancel_backend(pid) AS cancelled FROM pg_stat_activity
+                 WHERE wait_event_type = 'Lock' AND query LIKE '%gin\_clean\_pending\_list%'`.execute(
+                database().db,
+              );
+              cancelled = rows.some((row) => row.cancelled);
+            }
+            await cleaner.idle();
+          } finally {
+            await sql`ROLLBACK`.execute(locking);
+          }
+        });
+      expect(errors).toHaveLength(1);
+      expect(cleaner.merged).toBe(0);
+
+      await write(new PostgresPostRepository(database().db, { onChange: () => cleaner.wake() }), authorId);
+      await cleaner.idle();
+      expect(cleaner.merged).toBeGreaterThan(0);
+      expect(errors).toHaveLength(1);
+    } finally {
+      await cleaner.close();
+    }
+  });
+});
