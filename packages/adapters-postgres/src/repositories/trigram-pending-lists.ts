@@ -17,8 +17,8 @@ export interface TrigramPendingListCleanerOptions {
 }
 
 /**
- * Merges the trigram indexes' GIN pending lists into the indexes on a connection of its own
- * turn, soon after this process wrote posts, so that no request has to.
+ * Merges the trigram indexes' GIN pending lists into the indexes, in a statement of its own on
+ * a pool connection, soon after this process wrote posts, so that no request's statement has to.
  *
  * A GIN index with `fastupdate` (PostgreSQL's default) appends the entries of each new row
  * version to a pending list, and the statement whose insert finds the list past
