@@ -2,6 +2,7 @@ import { PostgresPostRepository, TrigramPendingListCleaner } from "@posts/adapte
 import { sql } from "kysely";
 import { beforeEach, describe, expect, it } from "vitest";
 import { useTestDatabase } from "../use-test-database.js";
+import { untilBlocked } from "../while-locked.js";
 
 const CREATED_AT = new Date("2026-11-28T09:00:00.000Z");
 const POSTS = 50;
@@ -110,16 +111,12 @@ describe("the trigram indexes' pending lists merged after writes", () => {
           await sql`DROP INDEX posts_content_trgm_idx`.execute(locking);
           try {
             cleaner.wake();
-            let cancelled = false;
-            while (!cancelled) {
-              await new Promise((resolve) => setTimeout(resolve, 10));
-              const { rows } = await sql<{ cancelled: boolean }>`
-                SELECT pg_cancel_backend(pid) AS cancelled FROM pg_stat_activity
-                 WHERE wait_event_type = 'Lock' AND query LIKE '%gin\_clean\_pending\_list%'`.execute(
-                database().db,
-              );
-              cancelled = rows.some((row) => row.cancelled);
-            }
+            await untilBlocked(database(), 1);
+            await sql`
+              SELECT pg_cancel_backend(pid) FROM pg_stat_activity
+               WHERE wait_event_type = 'Lock' AND query LIKE '%gin\_clean\_pending\_list%'`.execute(
+              database().db,
+            );
             await cleaner.idle();
           } finally {
             await sql`ROLLBACK`.execute(locking);
