@@ -41,6 +41,7 @@ export {
   type PostgresChangeEventLogOptions,
 } from "./repositories/postgres-change-event-log.js";
 export {
+  DEFAULT_SEARCH_RESULT_IDS,
   PostgresPostRepository,
   type PostgresPostRepositoryOptions,
 } from "./repositories/postgres-post-repository.js";
@@ -48,6 +49,7 @@ export {
   PostgresUserRepository,
   type PostgresUserRepositoryOptions,
 } from "./repositories/postgres-user-repository.js";
+export type { SearchResultsStats } from "./repositories/posts/search-results.js";
 export {
   TrigramPendingListCleaner,
   type TrigramPendingListCleanerOptions,

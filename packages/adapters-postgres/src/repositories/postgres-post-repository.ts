@@ -27,6 +27,14 @@ import { PlainCreation } from "./posts/plain-creation.js";
 import { PostLookups } from "./posts/post-lookups.js";
 import { ReadStatements } from "./posts/read-statements.js";
 import { SearchPages } from "./posts/search-pages.js";
+import { SearchResults, type SearchResultsStats } from "./posts/search-results.js";
+
+/**
+ * How many ids of rare terms' matches a repository keeps by default: 500,000, about 4 MB, room
+ * for the matches of hundreds of rare terms (a term is kept when it has at most the search
+ * budget's worth, 3,000).
+ */
+export const DEFAULT_SEARCH_RESULT_IDS = 500_000;
 
 /** How a {@link PostgresPostRepository} is set up beyond its database. */
 export interface PostgresPostRepositoryOptions {
@@ -60,6 +68,13 @@ export interface PostgresPostRepositoryOptions {
    */
   readonly searchIndexStepMs?: number;
   /**
+   * How many ids of rare terms' matches, counted by the trigram step, are kept for their next
+   * pages (`SearchResults`), over every term; each is used only while no post has changed since.
+   * 0 keeps none (every page of such a term takes the step). Absent:
+   * `DEFAULT_SEARCH_RESULT_IDS`. On a PostgreSQL server only, as the step.
+   */
+  readonly searchResultIds?: number;
+  /**
    * Called after each change this repository committed (a creation, an update, a deletion; a
    * replayed idempotent creation too, harmlessly): the change event log's `wake`, so that the
    * change's event is numbered at once rather than at the log's periodic check.
@@ -83,6 +98,7 @@ export class PostgresPostRepository implements PostRepository {
   readonly #reads: ReadStatements;
   readonly #lookups: PostLookups;
   readonly #searches: SearchPages;
+  readonly #results: SearchResults | undefined;
   readonly #cache: PostCache | undefined;
   readonly #cachedPages: CachedPages | undefined;
   readonly #plain: PlainCreation;
@@ -96,17 +112,25 @@ export class PostgresPostRepository implements PostRepository {
     this.#reads = new ReadStatements(db, options.readStatements);
     this.#lookups = new PostLookups(this.#reads);
     this.#cachedPages = this.#cache === undefined ? undefined : new CachedPages(this.#cache, this.#reads);
+    const resultIds = options.searchResultIds ?? DEFAULT_SEARCH_RESULT_IDS;
+    const results = resultIds === 0 ? undefined : new SearchResults(db, resultIds, options.readStatements);
+    this.#results = results;
     this.#searches = new SearchPages(
       db,
       options.searchBudget ?? DEFAULT_SEARCH_BUDGET,
       options.readStatements,
       this.#cache,
       options.searchIndexStepMs,
+      results,
     );
     this.#plain = new PlainCreation(db);
     this.#idempotent = new IdempotentCreation(db);
     this.#owned = new OwnedWrites(db);
-    this.#onChange = options.onChange ?? (() => {});
+    const onChange = options.onChange;
+    this.#onChange = () => {
+      results?.changed();
+      onChange?.();
+    };
   }
 
   async create(post: NewPost): Promise<Post | undefined> {
@@ -150,6 +174,11 @@ export class PostgresPostRepository implements PostRepository {
   /** What the cache has done and holds; `undefined` without one. */
   cacheStats(): PostCacheStats | undefined {
     return this.#cache?.stats();
+  }
+
+  /** What the kept matches of rare terms have done and hold; `undefined` without them. */
+  searchResultStats(): SearchResultsStats | undefined {
+    return this.#results?.stats();
   }
 
   /**

@@ -8,6 +8,7 @@ import type { PostCache } from "../post-cache.js";
 import { type PostRow, toPost } from "../post-row.js";
 import { type PreparedStatement, prepare } from "../prepare.js";
 import { containsPattern } from "./read-statements.js";
+import type { SearchResults, Taken } from "./search-results.js";
 import { bothVariants, type Variants, variant } from "./variants.js";
 
 /** SQLSTATE query_canceled: what a statement timeout raises. */
@@ -75,8 +76,12 @@ interface StepValues {
   readonly authorId?: number;
 }
 
-/** A row of the trigram step: a match, and how many matches the step found (at most budget + 1). */
-type StepRow = PostRow & { readonly found: number | string };
+/**
+ * A row of the trigram step: a match (`found` null), or the one row that says how many matches
+ * the step found (at most budget + 1) and, when at most the budget, their ids, newest first.
+ */
+type StepRow = (PostRow & { readonly found: null }) | StepCount;
+type StepCount = { readonly found: number | string; readonly ids: readonly (number | string)[] | null };
 
 /** What one walk found: its matches, and the oldest post it read while older ones remain unread. */
 interface Walked {
@@ -163,12 +168,14 @@ export class SearchPages {
    * few lines by hand (`#remember`), not a cache library this package would otherwise not need.
    */
   readonly #rare = new Map<string, number>();
+  readonly #results: SearchResults | undefined;
   #stepStatements: Variants<PreparedStatement<StepValues, StepRow>> | undefined;
 
   /**
    * `budget`: the most posts one page reads, a positive integer. `run`: where the statements go
    * (a standby's pool), the database's own pool when absent. `cache`: whose objects a page lists
-   * for the posts it holds at their version; nothing is stored in it.
+   * for the posts it holds at their version; nothing is stored in it. `results`: where the
+   * matches a step counted are kept for the term's next pages (on a server only).
    */
   constructor(
     db: Kysely<Database>,
@@ -176,6 +183,7 @@ export class SearchPages {
     run?: RunStatement,
     cache?: PostCache,
     indexStepMs: number = DEFAULT_INDEX_STEP_MS,
+    results?: SearchResults,
   ) {
     if (!(Number.isSafeInteger(budget) && budget >= 1)) {
       throw new RangeError("the search budget must be a positive integer");
@@ -189,19 +197,22 @@ export class SearchPages {
     this.#cache = cache;
     this.#onServer = DIRECT_STATEMENTS.has(db);
     this.#indexStepMs = indexStepMs;
+    this.#results = this.#onServer ? results : undefined;
   }
 
   /** `PostRepository.searchPage`. */
   async page(query: SearchPageQuery): Promise<SearchPageRead> {
     const { limit } = query;
     const budget = this.#budget;
-    let stepping =
-      this.#onServer &&
-      this.#indexStepMs > 0 &&
-      [...query.search].length >= 3 &&
-      !this.#withoutStep(query.search);
+    const steps = this.#onServer && this.#indexStepMs > 0 && [...query.search].length >= 3;
     // By author too: a term rare in one author's posts may be common in everyone's.
-    const rareKey = `${query.authorId ?? ""} ${query.search}`;
+    const rareKey = termKey(query);
+    if (steps && this.#results !== undefined) {
+      // A step counted this term's matches below the cursor, and no post has changed since.
+      const rows = await this.#results.page(rareKey, query.beforeId, limit);
+      if (rows !== undefined) return { posts: rows.map((row) => this.#post(row)) };
+    }
+    let stepping = steps && !this.#withoutStep(query.search);
     if (stepping && this.#remembered(this.#rare, rareKey)) {
       // Every match below the cursor from the step alone: the page the walk and the step would
       // give together, since the walk's matches are among them. When the term has grown too
@@ -307,7 +318,11 @@ export class SearchPages {
       wanted,
       ...(authorId === undefined ? {} : { authorId }),
     };
+    const results = this.#results;
+    let taken: Taken | undefined;
     const rows = await this.#db.connection().execute(async (connection) => {
+      // Before the step's snapshot, so that its matches are kept only while nothing changed since.
+      taken = await results?.before(connection);
       await sql
         .raw(
           `BEGIN; SET LOCAL statement_timeout = ${timeMs};
@@ -340,8 +355,17 @@ export class SearchPages {
       return undefined;
     });
     if (rows === undefined) return undefined;
-    if (rows.length > 0 && Number(rows[0]?.found) > this.#budget) return undefined;
-    return rows.map((row) => this.#post(row));
+    const posts: Post[] = [];
+    let count: StepCount | undefined;
+    for (const row of rows) {
+      if (row.found === null) posts.push(this.#post(row as PostRow));
+      else count = row as StepCount;
+    }
+    if (count === undefined || Number(count.found) > this.#budget) return undefined;
+    if (results !== undefined && taken !== undefined && count.ids !== null) {
+      results.store(termKey(query), taken, below, count.ids.map(parseInt8));
+    }
+    return posts;
   }
 
   #steps(): Variants<PreparedStatement<StepValues, StepRow>> {
@@ -356,25 +380,32 @@ export class SearchPages {
   // which it was built in, and each candidate again in "C", as the walk. The matches are counted
   // and ordered by id alone, and only the page's posts are read whole: every match passes through
   // the count, and carrying its title and content there cost a tenth of the step on ten million
-  // posts (bench/RESULTS.md).
+  // posts (bench/RESULTS.md). The count's row carries every match's id, newest first, for the
+  // term's next pages (`SearchResults`).
   #step(byAuthor: boolean) {
     const db = this.#db;
     return prepare(db, (p: Required<StepValues>) => {
       const author = byAuthor ? sql`AND user_id = ${p.authorId}` : sql``;
+      const budget = this.#budget;
       return sql<StepRow>`
-        SELECT p.id, p.title, p.content, p.created_at, p.updated_at, p.user_id AS author_id,
-               (SELECT u.email FROM users u WHERE u.id = p.user_id) AS author_email, c.found
-          FROM (SELECT m.id, count(*) OVER () AS found
-                  FROM (SELECT id FROM posts
-                         WHERE id + 0 < ${p.below} ${author}
-                           AND (title ILIKE ${p.pattern} ESCAPE '\\' OR content ILIKE ${p.pattern} ESCAPE '\\')
-                           AND (title COLLATE "C" ILIKE ${p.pattern} ESCAPE '\\'
-                                OR content COLLATE "C" ILIKE ${p.pattern} ESCAPE '\\')
-                         LIMIT ${sql.lit(this.#budget + 1)}) m
-                 ORDER BY m.id DESC
-                 LIMIT ${p.wanted}) c
-          JOIN posts p ON p.id = c.id
-         ORDER BY p.id DESC`.compile(db);
+        WITH m AS MATERIALIZED (
+          SELECT id FROM posts
+           WHERE id + 0 < ${p.below} ${author}
+             AND (title ILIKE ${p.pattern} ESCAPE '\\' OR content ILIKE ${p.pattern} ESCAPE '\\')
+             AND (title COLLATE "C" ILIKE ${p.pattern} ESCAPE '\\'
+                  OR content COLLATE "C" ILIKE ${p.pattern} ESCAPE '\\')
+           LIMIT ${sql.lit(budget + 1)})
+        (SELECT p.id, p.title, p.content, p.created_at, p.updated_at, p.user_id AS author_id,
+                (SELECT u.email FROM users u WHERE u.id = p.user_id) AS author_email,
+                NULL::int8 AS found, NULL::int8[] AS ids
+           FROM (SELECT id FROM m ORDER BY id DESC LIMIT ${p.wanted}) c
+           JOIN posts p ON p.id = c.id
+          ORDER BY p.id DESC)
+        UNION ALL
+        SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, count(*),
+               CASE WHEN count(*) <= ${sql.lit(budget)}
+                    THEN coalesce(array_agg(id ORDER BY id DESC), '{}') END
+          FROM m`.compile(db);
     });
   }
 
@@ -463,4 +494,9 @@ export class SearchPages {
       { run: this.#run },
     );
   }
+}
+
+/** What tells a term's pages apart: by author too, as a term rare in one author's posts may be common in everyone's. */
+function termKey(query: SearchPageQuery): string {
+  return `${query.authorId ?? ""} ${query.search}`;
 }

@@ -1,0 +1,199 @@
+import { type Kysely, sql } from "kysely";
+import { LRUCache } from "lru-cache";
+import type { RunStatement } from "../../connection/direct-statements.js";
+import type { Database } from "../../schema/database.js";
+import type { PostRow } from "../post-row.js";
+import { type PreparedStatement, prepare } from "../prepare.js";
+
+/**
+ * Where the posts stand, as one text, or null while that cannot be told: the relation that holds
+ * them (a `TRUNCATE` gives it another) and the newest number of the change event log, null when
+ * a committed change still waits for its number. Every change of a post writes its event row in
+ * its own transaction, and numbers are given after commit, in order and without gaps
+ * (`PostgresChangeEventLog`): so two readings that answer the same text, neither null, saw the
+ * same posts, and a change committed between them shows in the second as a pending row or a
+ * greater number. What it reads is two index probes.
+ */
+const POSITION = sql<string | null>`
+  CASE WHEN EXISTS (SELECT 1 FROM post_events WHERE number IS NULL) THEN NULL
+       ELSE pg_relation_filenode('posts')::text || ':'
+            || coalesce((SELECT max(number) FROM post_events)::text, '') END`;
+
+/** A row of a cached page's statement: one of its posts (`position` null), or the position row. */
+type PageRow =
+  | (PostRow & { readonly position: null })
+  | { readonly id: null; readonly position: string | null };
+
+/** What a {@link SearchResults} has done since it was made, and holds now. */
+export interface SearchResultsStats {
+  /** Pages answered from a term's stored matches. */
+  readonly hits: number;
+  /** Terms' matches stored. */
+  readonly stores: number;
+  /** Stored matches found out of date (a change since) and dropped. */
+  readonly stale: number;
+  /** Terms held now. */
+  readonly terms: number;
+}
+
+/** One term's matches, as a trigram step counted them. */
+interface Entry {
+  /** Where the posts stood before the step read them (see {@link POSITION}). */
+  readonly position: string;
+  /** This process's count of its own changes then (see {@link SearchResults.changed}). */
+  readonly generation: number;
+  /** Every match with an id below this is in `ids`. */
+  readonly below: number;
+  /** The matches' ids, newest first. */
+  readonly ids: readonly number[];
+}
+
+/** Where the posts stood before a step, to store its matches with (see {@link SearchResults.before}). */
+export interface Taken {
+  readonly position: string | null;
+  readonly generation: number;
+}
+
+/**
+ * The matches of rare terms, kept from the trigram step that counted them and used again for as
+ * long as no post has changed since: the next page of such a term (its first page asked again,
+ * or one below a cursor) reads its posts by id, and the position of the posts in the same
+ * statement, instead of the step's count of every match below the cursor. That count grows with
+ * the table (a term in one post in 10,000 has 100 matches on a million posts and 1,000 on ten
+ * million, each a heap visit), a page of stored matches does not (bench/RESULTS.md).
+ *
+ * Fresh by construction, on one instance or many, and on a hot standby: the position is read
+ * before the step and stored with its matches, and a page is answered from them only when the
+ * position it reads with its posts, in its own snapshot, is the same; any change of any post
+ * since (on any instance, or by hand) moves it, and the term is counted again. This instance's
+ * own changes drop every term without a statement ({@link changed}). Elasticsearch's shard
+ * request cache is kept the same way, dropped at each refresh that shows a change.
+ *
+ * Bounded by the ids held (least recently used first); a few lines of an LRU map would do, but
+ * `lru-cache` is already this package's, for the post cache.
+ */
+export class SearchResults {
+  readonly #entries: LRUCache<string, Entry>;
+  readonly #position: PreparedStatement<Record<string, never>, { readonly position: string | null }>;
+  readonly #page: PreparedStatement<{ ids: readonly number[] }, PageRow>;
+  #generation = 0;
+  #hits = 0;
+  #stores = 0;
+  #stale = 0;
+
+  /**
+   * `maxIds`: the most ids held over every term (a positive integer). `run`: where a cached
+   * page's statement goes (a standby's pool), the database's own pool when absent; the position
+   * read before a step goes where the step does.
+   */
+  constructor(db: Kysely<Database>, maxIds: number, run?: RunStatement) {
+    if (!(Number.isSafeInteger(maxIds) && maxIds >= 1)) {
+      throw new RangeError(`the search results' bound must be a positive integer, got ${maxIds}`);
+    }
+    this.#entries = new LRUCache<string, Entry>({
+      maxSize: maxIds,
+      sizeCalculation: (entry) => entry.ids.length + 1,
+    });
+    this.#position = prepare(db, () =>
+      sql<{ position: string | null }>`SELECT ${POSITION} AS position`.compile(db),
+    );
+    this.#page = prepare(
+      db,
+      (p: { ids: readonly number[] }) =>
+        sql<PageRow>`
+          SELECT p.id, p.title, p.content, p.created_at, p.updated_at, p.user_id AS author_id,
+                 (SELECT u.email FROM users u WHERE u.id = p.user_id) AS author_email,
+                 NULL::text AS position
+            FROM posts p WHERE p.id = ANY(${p.ids}::int8[])
+          UNION ALL
+          SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, ${POSITION}`.compile(db),
+      { run },
+    );
+  }
+
+  /**
+   * Records that this process changed a post: every stored term is out of date from now on, and
+   * is dropped when next asked for, without a statement.
+   */
+  changed(): void {
+    this.#generation++;
+  }
+
+  /**
+   * Where the posts stand, read on `on` (the connection the step will run on) before the step:
+   * what {@link store} needs so that its matches are trusted only while nothing has changed.
+   */
+  async before(on: Kysely<Database>): Promise<Taken> {
+    const generation = this.#generation;
+    const [row] = await this.#position({}, on);
+    return { position: row?.position ?? null, generation };
+  }
+
+  /**
+   * Keeps, for the term `key`, `ids` (newest first): every match with an id below `below`, as a
+   * step counted them after `taken`. Nothing is kept when a change was pending then, or when
+   * this process changed a post since.
+   */
+  store(key: string, taken: Taken, below: number, ids: readonly number[]): void {
+    if (taken.position === null || taken.generation !== this.#generation) return;
+    this.#entries.set(key, { position: taken.position, generation: taken.generation, below, ids });
+    this.#stores++;
+  }
+
+  /**
+   * The posts of the page of `key` below `beforeId` (none: from the newest), at most `limit`,
+   * newest first, when its stored matches cover that cursor and no post has changed since they
+   * were counted: every match below the cursor is then known, so a page shorter than `limit` is
+   * the last. `undefined` otherwise (the term is dropped when out of date).
+   */
+  async page(key: string, beforeId: number | undefined, limit: number): Promise<PostRow[] | undefined> {
+    const entry = this.#entries.get(key);
+    if (entry === undefined) return undefined;
+    const below = beforeId ?? Number.MAX_SAFE_INTEGER;
+    if (below > entry.below) return undefined;
+    if (entry.generation !== this.#generation) {
+      this.#drop(key, entry);
+      return undefined;
+    }
+    const start = firstBelow(entry.ids, below);
+    const ids = entry.ids.slice(start, start + limit);
+    const rows = await this.#page({ ids });
+    const posts = new Map<number, PostRow>();
+    let position: string | null | undefined;
+    for (const row of rows) {
+      if (row.position === null && row.id !== null) posts.set(Number(row.id), row as PostRow);
+      else position = row.position;
+    }
+    if (position !== entry.position) {
+      this.#drop(key, entry);
+      return undefined;
+    }
+    // The same position, yet a post missing: a standby behind the primary that counted them.
+    if (posts.size < ids.length) return undefined;
+    this.#hits++;
+    return ids.map((id) => posts.get(id) as PostRow);
+  }
+
+  /** Counts so far, and what is held now. */
+  stats(): SearchResultsStats {
+    return { hits: this.#hits, stores: this.#stores, stale: this.#stale, terms: this.#entries.size };
+  }
+
+  #drop(key: string, entry: Entry): void {
+    // Only that entry: another page may have stored a newer one meanwhile.
+    if (this.#entries.peek(key) === entry) this.#entries.delete(key);
+    this.#stale++;
+  }
+}
+
+/** The index of the first of `ids` (descending) below `below`: a binary search. */
+function firstBelow(ids: readonly number[], below: number): number {
+  let low = 0;
+  let high = ids.length;
+  while (low < high) {
+    const middle = (low + high) >>> 1;
+    if ((ids[middle] as number) < below) high = middle;
+    else low = middle + 1;
+  }
+  return low;
+}
