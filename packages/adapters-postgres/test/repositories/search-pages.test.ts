@@ -16,6 +16,12 @@ const BUDGET = 1000;
 const FIRST_WALK = BUDGET / 10;
 /** How often a term whose step ran out of time takes it again (search-pages.ts). */
 const RETRY_MS = 1000;
+/**
+ * Nothing kept of what a step counted (`searchResultIds: 0`): these tests look at how each page
+ * walks and steps; a term's pages answered from the matches a step kept are
+ * search-results.test.ts's.
+ */
+const EVERY_PAGE_ITS_OWN = { searchResultIds: 0 };
 
 // The case that made searches take seconds: every match among the oldest posts, so that a
 // newest-first walk filtering row by row reads almost the whole table before its first match.
@@ -27,7 +33,11 @@ describe("search pages on a PostgreSQL server", () => {
   const byG = (g: number) => ids[g - 1] as number;
   // A step time no busy machine reaches here, so that what is checked is what the step finds.
   const stepping = () =>
-    new PostgresPostRepository(database().db, { searchBudget: BUDGET, searchIndexStepMs: 10_000 });
+    new PostgresPostRepository(database().db, {
+      ...EVERY_PAGE_ITS_OWN,
+      searchBudget: BUDGET,
+      searchIndexStepMs: 10_000,
+    });
 
   beforeAll(async () => {
     const { connectionString } = database();
@@ -55,7 +65,7 @@ describe("search pages on a PostgreSQL server", () => {
     const oldest = ids.slice(0, 5).reverse();
 
     // Through a Kysely of its own, which has no direct runner: the walk alone.
-    const posts = new PostgresPostRepository(observed.db, { searchBudget: BUDGET });
+    const posts = new PostgresPostRepository(observed.db, { ...EVERY_PAGE_ITS_OWN, searchBudget: BUDGET });
     const first = await posts.searchPage({ limit: 21, search: "VERY old" });
     expect(first.posts).toEqual([]);
     // It stopped at the last post it read: the budget's worth below the newest.
@@ -105,6 +115,7 @@ describe("search pages on a PostgreSQL server", () => {
     });
     // Without the step (0 ms) a rare term's page is the walk's.
     const walkOnly = new PostgresPostRepository(database().db, {
+      ...EVERY_PAGE_ITS_OWN,
       searchBudget: BUDGET,
       searchIndexStepMs: 0,
     });
@@ -134,7 +145,11 @@ describe("search pages on a PostgreSQL server", () => {
       return run(text, parameters);
     });
     try {
-      const posts = new PostgresPostRepository(server, { searchBudget: BUDGET, searchIndexStepMs: 10_000 });
+      const posts = new PostgresPostRepository(server, {
+        ...EVERY_PAGE_ITS_OWN,
+        searchBudget: BUDGET,
+        searchIndexStepMs: 10_000,
+      });
       const explainer = observed;
       /** A page, how many walks and trigram steps made it, and how many posts its walks read. */
       const observe = async (query: SearchPageQuery, repository = posts) => {
@@ -234,7 +249,11 @@ describe("search pages on a PostgreSQL server", () => {
       // A step out of time (1 ms; a term every title's trigrams hold costs the step a read of
       // every post, over 10 ms here) gives up; the term's next pages then walk their whole
       // budget in one statement, without a step.
-      const hurried = new PostgresPostRepository(server, { searchBudget: BUDGET, searchIndexStepMs: 1 });
+      const hurried = new PostgresPostRepository(server, {
+        ...EVERY_PAGE_ITS_OWN,
+        searchBudget: BUDGET,
+        searchIndexStepMs: 1,
+      });
       page = await observe({ limit: 21, search: "post post" }, hurried);
       expect(page).toEqual({ ids: [], resumeBelow: ids.at(-BUDGET), walks: 2, steps: 1, postsRead: BUDGET });
       expect(await observe({ limit: 21, search: "post post", beforeId: page.resumeBelow }, hurried)).toEqual({
@@ -251,7 +270,11 @@ describe("search pages on a PostgreSQL server", () => {
       // and that page walks its whole budget without a second step; the next page starts over.
       const setGrown = (posts: readonly number[]) =>
         observed?.pool.query("UPDATE posts SET title = title || ' Grown' WHERE id = ANY($1)", [posts]);
-      const growing = new PostgresPostRepository(server, { searchBudget: BUDGET, searchIndexStepMs: 10_000 });
+      const growing = new PostgresPostRepository(server, {
+        ...EVERY_PAGE_ITS_OWN,
+        searchBudget: BUDGET,
+        searchIndexStepMs: 10_000,
+      });
       try {
         await setGrown(ids.slice(0, 3));
         expect(await observe({ limit: 3, search: "grown" }, growing)).toEqual({
@@ -297,6 +320,7 @@ describe("search pages on a PostgreSQL server", () => {
     await locker.connect();
     try {
       const posts = new PostgresPostRepository(handle.db, {
+        ...EVERY_PAGE_ITS_OWN,
         searchBudget: BUDGET,
         searchIndexStepMs: STEP_MS,
       });
@@ -341,6 +365,7 @@ describe("search pages on a PostgreSQL server", () => {
       // A step in time clears the mark another page of the term left as it waited past its
       // time: page A's step waits past its patience, page B's, which began later, does not.
       const again = new PostgresPostRepository(handle.db, {
+        ...EVERY_PAGE_ITS_OWN,
         searchBudget: BUDGET,
         searchIndexStepMs: STEP_MS,
       });
@@ -400,7 +425,11 @@ describe("search pages on a PostgreSQL server", () => {
     const server = new Kysely<Database>({ dialect: new PostgresDialect({ pool: forKysely }) });
     DIRECT_STATEMENTS.set(server, run);
     try {
-      const posts = new PostgresPostRepository(server, { searchBudget: BUDGET, searchIndexStepMs: 10_000 });
+      const posts = new PostgresPostRepository(server, {
+        ...EVERY_PAGE_ITS_OWN,
+        searchBudget: BUDGET,
+        searchIndexStepMs: 10_000,
+      });
       const stepPlans = async (search: string) => {
         plans.length = 0;
         const read = await posts.searchPage({ limit: 21, search });
@@ -467,6 +496,7 @@ describe("search pages on a PostgreSQL server", () => {
       });
       for (const stepMs of [10_000, 1]) {
         const posts = new PostgresPostRepository(handle.db, {
+          ...EVERY_PAGE_ITS_OWN,
           searchBudget: BUDGET,
           searchIndexStepMs: stepMs,
         });
