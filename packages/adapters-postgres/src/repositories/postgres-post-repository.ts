@@ -23,6 +23,7 @@ import { toPost } from "./post-row.js";
 import { CachedPages } from "./posts/cached-pages.js";
 import { IdempotentCreation } from "./posts/idempotent-creation.js";
 import { OwnedWrites } from "./posts/owned-writes.js";
+import { PageReads } from "./posts/page-reads.js";
 import { PlainCreation } from "./posts/plain-creation.js";
 import { PostLookups } from "./posts/post-lookups.js";
 import { ReadStatements } from "./posts/read-statements.js";
@@ -97,6 +98,7 @@ export interface PostgresPostRepositoryOptions {
 export class PostgresPostRepository implements PostRepository {
   readonly #reads: ReadStatements;
   readonly #lookups: PostLookups;
+  readonly #pages: PageReads;
   readonly #searches: SearchPages;
   readonly #results: SearchResults | undefined;
   readonly #cache: PostCache | undefined;
@@ -111,7 +113,9 @@ export class PostgresPostRepository implements PostRepository {
     this.#cache = cache === undefined || cache instanceof PostCache ? cache : new PostCache(cache);
     this.#reads = new ReadStatements(db, options.readStatements);
     this.#lookups = new PostLookups(this.#reads);
-    this.#cachedPages = this.#cache === undefined ? undefined : new CachedPages(this.#cache, this.#reads);
+    this.#pages = new PageReads(this.#reads);
+    this.#cachedPages =
+      this.#cache === undefined ? undefined : new CachedPages(this.#cache, this.#pages, this.#lookups);
     const resultIds = options.searchResultIds ?? DEFAULT_SEARCH_RESULT_IDS;
     const results = resultIds === 0 ? undefined : new SearchResults(db, resultIds, options.readStatements);
     this.#results = results;
@@ -163,8 +167,7 @@ export class PostgresPostRepository implements PostRepository {
 
   async listPage(query: PostPageQuery): Promise<readonly Post[]> {
     if (this.#cachedPages !== undefined) return this.#cachedPages.listPage(query);
-    const { values, inFull } = this.#reads.page(query);
-    return (await inFull(values)).map(toPost);
+    return (await this.#pages.page(query).inFull()).map(toPost);
   }
 
   searchPage(query: SearchPageQuery): Promise<SearchPageRead> {

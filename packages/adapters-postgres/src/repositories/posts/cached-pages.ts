@@ -2,7 +2,9 @@ import type { Post, PostPageQuery } from "@posts/domain";
 import { parseInt8 } from "../../connection/type-parsers.js";
 import type { PostCache } from "../post-cache.js";
 import { type PostRow, toPost } from "../post-row.js";
-import type { ListedRow, ReadStatements } from "./read-statements.js";
+import type { PageReads } from "./page-reads.js";
+import type { PostLookups } from "./post-lookups.js";
+import type { ListedRow } from "./read-statements.js";
 
 /**
  * Reads pages with a {@link PostCache}: while recent pages were mostly cached, a page lists only
@@ -14,24 +16,30 @@ import type { ListedRow, ReadStatements } from "./read-statements.js";
  */
 export class CachedPages {
   readonly #cache: PostCache;
-  readonly #reads: ReadStatements;
+  readonly #pages: PageReads;
+  readonly #lookups: PostLookups;
 
-  constructor(cache: PostCache, reads: ReadStatements) {
+  /**
+   * `pages` reads the pages; `lookups` the posts the cache lacks, by id, so that pages asked for
+   * at once that lack the same posts read them in one statement.
+   */
+  constructor(cache: PostCache, pages: PageReads, lookups: PostLookups) {
     this.#cache = cache;
-    this.#reads = reads;
+    this.#pages = pages;
+    this.#lookups = lookups;
   }
 
   /** `PostRepository.listPage` through the cache. */
   async listPage(query: PostPageQuery): Promise<readonly Post[]> {
     const cache = this.#cache;
-    const { values, inFull, listing } = this.#reads.page(query);
+    const { inFull, listing } = this.#pages.page(query);
     // U+0000 cannot occur in a search, so the key tells every page apart.
     const admitted = cache.admits(
       `${query.limit}\u0000${query.beforeId}\u0000${query.authorId}\u0000${query.search}`,
     );
-    if (!cache.readsThrough) return preferCached(cache, await inFull(values), admitted);
+    if (!cache.readsThrough) return preferCached(cache, await inFull(), admitted);
 
-    const listed = await listing(values);
+    const listed = await listing();
     const posts: (Post | undefined)[] = [];
     let missing: number[] | undefined;
     for (const row of listed) {
@@ -45,15 +53,20 @@ export class CachedPages {
     }
     cache.notePage(missing === undefined);
     if (missing === undefined) return posts as Post[];
-    const rows = await this.#reads.byIds({ ids: missing });
+    const rows = await this.#lookups.findAll(missing);
     // A post deleted between the two statements leaves a hole: read the page again, whole.
-    if (rows.length < missing.length) return (await inFull(values)).map(toPost);
+    if (rows.includes(undefined)) return (await inFull()).map(toPost);
     const read = new Map<number, Post>();
-    for (const row of rows) {
-      // Possibly a newer version than listed, if it changed in between: as a page read a moment later.
-      const post = toPost(row);
-      if (admitted) cache.store(post);
-      read.set(post.id, post);
+    for (const row of rows as PostRow[]) {
+      // Possibly a newer version than listed, if it changed in between: as a page read a moment
+      // later. The cached object when another page asked at once stored this version already.
+      const id = parseInt8(row.id);
+      let post = cache.peek(id, row.updated_at.getTime());
+      if (post === undefined) {
+        post = toPost(row);
+        if (admitted) cache.store(post);
+      }
+      read.set(id, post);
     }
     return posts.map((post, i) => post ?? (read.get(parseInt8((listed[i] as ListedRow).id)) as Post));
   }

@@ -41,4 +41,9 @@ export class PostLookups {
   find(id: number): Promise<PostRow | undefined> {
     return this.#loader.load(id);
   }
+
+  /** {@link find} for each of `ids`, in their order; fails as a whole when the statement fails. */
+  findAll(ids: readonly number[]): Promise<(PostRow | undefined)[]> {
+    return Promise.all(ids.map((id) => this.#loader.load(id)));
+  }
 }

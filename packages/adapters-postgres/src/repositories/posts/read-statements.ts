@@ -33,6 +33,18 @@ export interface PageValues {
   readonly pattern?: string;
 }
 
+/**
+ * The cursors and authors of several pages of one shape (one page size, a cursor or not, an
+ * author or not, no search), page by page: an array for each of the two the shape has.
+ */
+export interface PageBatchValues {
+  readonly beforeIds?: readonly number[];
+  readonly authorIds?: readonly number[];
+}
+
+/** A row of a statement that reads several pages: which page it belongs to, from 1 in the order given. */
+export type PageBatchRow<Row> = Row & { readonly page: number };
+
 /** The statements of one page query, with the values to run them with. */
 export interface PageReading {
   readonly values: PageValues;
@@ -40,12 +52,23 @@ export interface PageReading {
   readonly inFull: PreparedStatement<PageValues, PostRow>;
   /** Only the ids and versions of the page's posts (see `CachedPages`). */
   readonly listing: PreparedStatement<PageValues, ListedRow>;
+  /**
+   * `inFull` and `listing` for several pages of this page's shape at once, or `undefined` where
+   * one statement serves any number of them already (no cursor and no author: the same page) or
+   * where a page is planned for its values (a search) or its size is not one of the pages'.
+   */
+  readonly batches?: {
+    readonly inFull: PreparedStatement<PageBatchValues, PageBatchRow<PostRow>>;
+    readonly listing: PreparedStatement<PageBatchValues, PageBatchRow<ListedRow>>;
+  };
 }
 
 /** The statements of a page, in full and as ids and versions, by `beforeId`, then `authorId`, then search. */
 interface PageStatements {
   readonly inFull: Variants<Variants<Variants<PreparedStatement<PageValues, PostRow>>>>;
   readonly listing: Variants<Variants<Variants<PreparedStatement<PageValues, ListedRow>>>>;
+  /** By `beforeId`, then `authorId`; absent for a statement whose limit is bound (any size). */
+  readonly batches?: Variants<Variants<PageReading["batches"]>>;
 }
 
 /**
@@ -125,10 +148,12 @@ export class ReadStatements {
     const byAuthor = variant(query.authorId);
     const searching = variant(search);
     const statements = this.#forLimit(query.limit);
+    const batches = search === undefined ? statements.batches?.[before][byAuthor] : undefined;
     return {
       values,
       inFull: statements.inFull[before][byAuthor][searching],
       listing: statements.listing[before][byAuthor][searching],
+      ...(batches === undefined ? {} : { batches }),
     };
   }
 
@@ -201,6 +226,55 @@ export class ReadStatements {
           ).compile(),
         { named: !searching, run },
       );
+    // Several pages in one statement: each page's cursor and author from arrays, the page read
+    // by the same index walk as alone (LATERAL, so once per page, and each stops at its limit).
+    // Why: under concurrent reads a page's own statement costs PostgreSQL and the server more
+    // than its twenty-one index entries (see `PageReads`).
+    const batched = <Row>(
+      select: (
+        query: SelectQueryBuilder<Database, "posts", object>,
+      ) => SelectQueryBuilder<Database, "posts", Row>,
+      before: boolean,
+      byAuthor: boolean,
+    ) =>
+      prepare(
+        db,
+        (p: Required<PageBatchValues>) => {
+          const onePage = select(db.selectFrom("posts"))
+            .$if(before, (q) => q.where("posts.id", "<", sql.ref<number>("k.before_id")))
+            .$if(byAuthor, (q) => q.where("posts.user_id", "=", sql.ref<number>("k.author_id")))
+            .orderBy("posts.id", "desc")
+            .limit(sql.lit(limit));
+          const arrays = [
+            ...(before ? [sql`${p.beforeIds}::int8[]`] : []),
+            ...(byAuthor ? [sql`${p.authorIds}::int8[]`] : []),
+          ];
+          const columns = [...(before ? ["before_id"] : []), ...(byAuthor ? ["author_id"] : []), "page"];
+          return sql<
+            PageBatchRow<Row>
+          >`select k.page, p.* from unnest(${sql.join(arrays)}) with ordinality as k(${sql.join(columns.map((c) => sql.id(c)))}) cross join lateral (${onePage}) as p`.compile(
+            db,
+          );
+        },
+        { run },
+      );
+    const batches =
+      limit === undefined
+        ? undefined
+        : bothVariants((before) =>
+            bothVariants((byAuthor) =>
+              before || byAuthor
+                ? {
+                    inFull: batched<PostRow>(withAuthorEmail, before, byAuthor),
+                    listing: batched<ListedRow>(
+                      (q) => q.select(["posts.id", "posts.updated_at"]),
+                      before,
+                      byAuthor,
+                    ),
+                  }
+                : undefined,
+            ),
+          );
     return {
       inFull: bothVariants((before) =>
         bothVariants((byAuthor) => bothVariants((searching) => page(before, byAuthor, searching))),
@@ -208,6 +282,7 @@ export class ReadStatements {
       listing: bothVariants((before) =>
         bothVariants((byAuthor) => bothVariants((searching) => listing(before, byAuthor, searching))),
       ),
+      ...(batches === undefined ? {} : { batches }),
     };
   }
 }
