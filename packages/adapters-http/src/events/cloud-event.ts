@@ -1,6 +1,6 @@
 import type { PostChangeEvent } from "@posts/domain";
 import { type TimestampFormatter, timestampFormatter } from "../http/timestamp-formatter.js";
-import { postSerializer } from "../routes/post-serializer.js";
+import { postJson } from "../routes/post-serializer.js";
 
 /** Turns a change event into its CloudEvent, as JSON text on one line. */
 export type CloudEventRenderer = (event: PostChangeEvent) => string;
@@ -24,9 +24,8 @@ export function cloudEventRenderer(timeZone = "UTC"): CloudEventRenderer {
 
 /** {@link cloudEventRenderer} for a formatter the caller already has. */
 export function rendererFor(format: TimestampFormatter): CloudEventRenderer {
-  const serialize = postSerializer(format).post;
   return (event) => {
-    const data = event.type === "post.deleted" ? `{"id":${event.postId}}` : serialize(event.post);
+    const data = event.type === "post.deleted" ? `{"id":${event.postId}}` : postJson(event.post, format);
     return (
       `{"specversion":"1.0","id":"${event.number}","source":"${CLOUD_EVENT_SOURCE}",` +
       `"type":"${event.type}","subject":"${event.postId}","time":"${event.occurredAt.toISOString()}",` +

@@ -22,11 +22,11 @@ import { absoluteUrl, type RouteContext } from "./route-context.js";
 
 const POSTS = "/api/v1/posts";
 const NO_CACHE = "no-cache";
-/** What Fastify sends a serialized object as; the serializer's JSON text goes out the same. */
+/** What Fastify sends a serialized object as; the serializer's JSON goes out the same. */
 const JSON_TYPE = "application/json; charset=utf-8";
 
-/** Sends JSON text the serializer wrote; the route's response schema stays for OpenAPI only. */
-function sendJson(reply: FastifyReply, json: string): FastifyReply {
+/** Sends the JSON the serializer wrote; the route's response schema stays for OpenAPI only. */
+function sendJson(reply: FastifyReply, json: Buffer): FastifyReply {
   return reply.header("content-type", JSON_TYPE).send(json);
 }
 
