@@ -66,8 +66,8 @@ const HELP = `Usage: pnpm bench [-- options]
                         instead of seeding it again (development only)
   --search-only         only search pages: a few hundred terms drawn from the data and planted
                         ones, first, following and deep pages, latency per class (service alone)
-  --only a,b            scenarios to run (get-one, get-304, list-first, list-deep, list-user,
-                        list-cold, search-rare, search-common, search-korean, create,
+  --only a,b            scenarios to run (get-one, get-304, list-first, list-deep, list-depth,
+                        list-user, list-cold, search-rare, search-common, search-korean, create,
                         create-key, patch, login)
   DATABASE_URL          PostgreSQL server (default postgres://postgres@127.0.0.1:5432/postgres)
   BENCH_DATABASE        database made for the run (default posts_bench)`;

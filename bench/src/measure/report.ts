@@ -188,9 +188,18 @@ export function judge(runs: readonly ScenarioRuns[]): Verdict[] {
     });
   }
   atLeast(VS_EXPRESS, "express");
+  const depth = by.get("list-depth");
   const deep = s("list-deep");
   const first = s("list-first");
-  if (deep !== undefined && first !== undefined) {
+  if (depth !== undefined && depth.baseline.length > 0) {
+    const ratio = median(pairedRatios(depth, REQUESTS_PER_SECOND));
+    verdicts.push({
+      target: `list-deep: req/s >= ${DEEP_VS_FIRST}x the service's list-first (list-depth, paired)`,
+      measured: `${fixed(ratio)}x`,
+      pass: ratio >= DEEP_VS_FIRST,
+    });
+  } else if (deep !== undefined && first !== undefined) {
+    // Without list-depth: the two scenarios' medians, measured apart.
     const ratio = deep.requestsPerSecond / first.requestsPerSecond;
     // The baseline runs the same SQL: its own deep/first ratio shows what is not the service's doing.
     const baselineDeep = by.get("list-deep")?.baseline ?? [];

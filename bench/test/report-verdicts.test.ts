@@ -1,0 +1,54 @@
+import { describe, expect, it } from "vitest";
+import { judge, type Round, type ScenarioRuns } from "../src/measure/report.js";
+
+/** A round of `requestsPerSecond`, nothing else of note. */
+const round = (requestsPerSecond: number): Round => ({
+  requestsPerSecond,
+  p50Ms: 1,
+  p99Ms: 2,
+  responses: requestsPerSecond * 10,
+  non2xx: 0,
+  errors: 0,
+  badStatuses: {},
+  cpuMsPerRequest: 0.1,
+  databaseCpuMsPerRequest: 0.05,
+  rssMaxBytes: 100 * 1024 * 1024,
+});
+
+const runs = (name: string, service: number[], baseline: number[], reference?: string): ScenarioRuns => ({
+  name,
+  description: name,
+  service: service.map(round),
+  baseline: baseline.map(round),
+  express: [],
+  ...(reference === undefined ? {} : { reference }),
+});
+
+const depthVerdict = (all: ScenarioRuns[]) =>
+  judge(all).find((verdict) => verdict.target.startsWith("list-deep: req/s >= 0.95x"));
+
+describe("the verdict on list-deep against list-first", () => {
+  // list-first measured on a quiet minute, list-deep on a busier one: their medians 0.80x apart.
+  const first = runs("list-first", [10_000, 10_200, 9_900], [3_000, 3_000, 3_000]);
+  const deep = runs("list-deep", [8_000, 8_100, 7_900], [2_400, 2_500, 2_400]);
+
+  it("compares the two scenarios' medians when list-depth did not run", () => {
+    expect(depthVerdict([first, deep])).toEqual({
+      target: "list-deep: req/s >= 0.95x the service's list-first",
+      measured: "0.80x (baseline: 0.80x)",
+      pass: false,
+    });
+  });
+
+  it("takes list-depth's paired rounds when it ran: the median of deep / first per round", () => {
+    // Rounds of 0.97, 1.01 and 0.93 deep / first, each measured in alternating slices.
+    const depth = runs("list-depth", [9_700, 9_090, 9_300], [10_000, 9_000, 10_000], "service, list-first");
+    expect(depthVerdict([first, deep, depth])).toEqual({
+      target: "list-deep: req/s >= 0.95x the service's list-first (list-depth, paired)",
+      measured: "0.97x",
+      pass: true,
+    });
+    const slower = runs("list-depth", [9_000, 9_090, 9_300], [10_000, 9_000, 10_000], "service, list-first");
+    expect(depthVerdict([first, deep, slower])?.pass).toBe(false);
+  });
+});
