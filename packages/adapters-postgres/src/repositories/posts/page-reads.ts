@@ -46,15 +46,18 @@ export class PageReads {
   // By the statement that reads a batch: one loader per shape.
   readonly #loaders = new Map<unknown, DataLoader<PageValues, readonly unknown[]>>();
 
+  /** Reads pages by `reads`' statements, on the database or through the standby seam they were made with. */
   constructor(reads: ReadStatements) {
     this.#reads = reads;
   }
 
-  /** The readings of the page `query` asks for. */
+  /** The readings of the page `query` asks for; each reads when called, not before. */
   page(query: PostPageQuery): PageRead {
     const { values, inFull, listing, batches } = this.#reads.page(query);
     if (batches === undefined) {
-      // No cursor and no author: every page asked for in a turn is the same one.
+      // No statement for several pages (no cursor and no author, when every page of the shape
+      // is the same one; or a page size without statements of its own): the same page asked for
+      // at once is still read once. A search is read alone.
       const same = query.search === undefined;
       return {
         inFull: () => (same ? this.#together(inFull, undefined, values) : inFull(values)),
