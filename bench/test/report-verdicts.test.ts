@@ -52,3 +52,24 @@ describe("the verdict on list-deep against list-first", () => {
     expect(depthVerdict([first, deep, slower])?.pass).toBe(false);
   });
 });
+
+describe("the figures the verdicts print", () => {
+  const first = runs("list-first", [10_000], [3_000]);
+  const deep = runs("list-deep", [9_000], [2_700]);
+  const depth = (ratio: number) =>
+    depthVerdict([first, deep, runs("list-depth", [ratio * 10_000], [10_000], "service, list-first")]);
+
+  it("show two decimals, and more where two would print the line itself", () => {
+    expect(depth(0.947)).toMatchObject({ measured: "0.947x", pass: false });
+    expect(depth(0.9499)).toMatchObject({ measured: "0.9499x", pass: false });
+    expect(depth(0.953)).toMatchObject({ measured: "0.953x", pass: true });
+    expect(depth(0.95)).toMatchObject({ measured: "0.95x", pass: true });
+    expect(depth(0.9)).toMatchObject({ measured: "0.90x", pass: false });
+  });
+
+  it("show a RSS just past its bound in tenths of a megabyte", () => {
+    const heavy = { ...first, service: [{ ...round(10_000), rssMaxBytes: 200.4 * 1024 * 1024 }] };
+    const rss = judge([heavy]).find((verdict) => verdict.target.startsWith("RSS"));
+    expect(rss).toMatchObject({ measured: "200.4 MB", pass: false });
+  });
+});

@@ -153,6 +153,18 @@ const EVENT_LOOP_LIMIT_MS = 100;
 
 const fixed = (n: number, digits = 2) => (Number.isFinite(n) ? n.toFixed(digits) : "n/a");
 
+/**
+ * `value` judged against `line`, to `digits` decimals or as many more as it takes not to print
+ * the line itself for a value beside it: 0.947 against 0.95 reads "0.947x FAIL", not "0.95x FAIL".
+ * (A line of at most `digits` decimals is a multiple of the rounding step, so a value on one side
+ * never rounds past it, only onto it.)
+ */
+function beside(value: number, line: number, digits = 2): string {
+  let shown = digits;
+  while (shown < 6 && value !== line && Number(value.toFixed(shown)) === line) shown++;
+  return fixed(value, shown);
+}
+
 /** Judges the targets; without a baseline (embedded run) only those that need none. */
 export function judge(runs: readonly ScenarioRuns[]): Verdict[] {
   const verdicts: Verdict[] = [];
@@ -169,7 +181,7 @@ export function judge(runs: readonly ScenarioRuns[]): Verdict[] {
       const ratio = median(pairedRatios(run, REQUESTS_PER_SECOND, against));
       verdicts.push({
         target: `${name}: req/s >= ${min}x ${referenceName(run, against)}`,
-        measured: `${fixed(ratio)}x`,
+        measured: `${beside(ratio, min)}x`,
         pass: ratio >= min,
       });
     }
@@ -182,7 +194,7 @@ export function judge(runs: readonly ScenarioRuns[]): Verdict[] {
     verdicts.push({
       target: `${name}: server + PostgreSQL CPU per request <= ${max}x baseline`,
       measured: Number.isFinite(ratio)
-        ? `${fixed(ratio)}x (server ${fixed(median(pairedRatios(run, SERVER_CPU)))}x, PostgreSQL ${fixed(median(pairedRatios(run, DATABASE_CPU)))}x)`
+        ? `${beside(ratio, max)}x (server ${fixed(median(pairedRatios(run, SERVER_CPU)))}x, PostgreSQL ${fixed(median(pairedRatios(run, DATABASE_CPU)))}x)`
         : "n/a (PostgreSQL CPU not measured)",
       pass: ratio <= max,
     });
@@ -195,7 +207,7 @@ export function judge(runs: readonly ScenarioRuns[]): Verdict[] {
     const ratio = median(pairedRatios(depth, REQUESTS_PER_SECOND));
     verdicts.push({
       target: `list-deep: req/s >= ${DEEP_VS_FIRST}x the service's list-first (list-depth, paired)`,
-      measured: `${fixed(ratio)}x`,
+      measured: `${beside(ratio, DEEP_VS_FIRST)}x`,
       pass: ratio >= DEEP_VS_FIRST,
     });
   } else if (deep !== undefined && first !== undefined) {
@@ -210,7 +222,7 @@ export function judge(runs: readonly ScenarioRuns[]): Verdict[] {
         : "";
     verdicts.push({
       target: `list-deep: req/s >= ${DEEP_VS_FIRST}x the service's list-first`,
-      measured: `${fixed(ratio)}x${context}`,
+      measured: `${beside(ratio, DEEP_VS_FIRST)}x${context}`,
       pass: ratio >= DEEP_VS_FIRST,
     });
   }
@@ -219,7 +231,7 @@ export function judge(runs: readonly ScenarioRuns[]): Verdict[] {
     if (search === undefined) continue;
     verdicts.push({
       target: `${name}: p99 < ${SEARCH_P99_MS} ms`,
-      measured: `${fixed(search.p99Ms)} ms`,
+      measured: `${beside(search.p99Ms, SEARCH_P99_MS)} ms`,
       pass: search.p99Ms < SEARCH_P99_MS,
     });
   }
@@ -241,7 +253,7 @@ export function judge(runs: readonly ScenarioRuns[]): Verdict[] {
     const ratio = median(pairedRatios(run, P99));
     verdicts.push({
       target: `${run.name}: p99 <= ${P99_RATIO}x baseline p99`,
-      measured: `${fixed(ratio)}x`,
+      measured: `${beside(ratio, P99_RATIO)}x`,
       pass: ratio <= P99_RATIO,
     });
   }
@@ -250,7 +262,7 @@ export function judge(runs: readonly ScenarioRuns[]): Verdict[] {
     const rss = Math.max(...loadRuns.map((r) => summarize(r.service).rssMaxBytes));
     verdicts.push({
       target: `RSS <= ${RSS_LIMIT / MB} MB under load (max over scenarios)`,
-      measured: `${fixed(rss / MB, 0)} MB`,
+      measured: `${beside(rss / MB, RSS_LIMIT / MB, 0)} MB`,
       pass: rss <= RSS_LIMIT,
     });
   }
