@@ -44,6 +44,15 @@ export interface Options {
    * (no baseline, no other scenario), their latency distribution per class of term.
    */
   readonly searchOnly: boolean;
+  /**
+   * The table-size curve in one run: the service on the bench database and, beside it, on a
+   * larger one, as two contestants of the same rounds (load/curve-run.ts).
+   */
+  readonly curve: boolean;
+  /** Posts of the curve's larger database. */
+  readonly curvePosts: number;
+  /** The curve's larger database: the bench database's name and its size (posts_bench_10m). */
+  readonly curveDatabase: string;
 }
 
 const HELP = `Usage: pnpm bench [-- options]
@@ -63,15 +72,36 @@ const HELP = `Usage: pnpm bench [-- options]
   --posts N / --users N seed size (default 1000000 / 1000; embedded 100000 / 1000)
   --service-node-args="A B"  extra node arguments for the service (profiling, trying a V8 flag)
   --reuse-database      measure on the database an earlier run seeded with the same counts
-                        instead of seeding it again (development only)
+                        instead of seeding it again (development only; both with --curve)
   --search-only         only search pages: a few hundred terms drawn from the data and planted
                         ones, first, following and deep pages, latency per class (service alone)
+  --curve               how latency grows with the table, in one run: the service on the bench
+                        database and on a larger one (BENCH_DATABASE and its size, posts_bench_10m)
+                        in alternating slices of the same rounds, p50 and p99 growth judged
+                        against 1.3x; scenarios get-one, list-first, list-deep, list-cold,
+                        search-rare, search-common, search-korean, create (--only picks among them)
+  --curve-posts N       posts of the curve's larger database (default 10000000)
   --only a,b            scenarios to run (get-one, get-304, list-first, list-deep, list-depth,
                         list-user, list-cold, search-rare, search-common, search-korean, create,
                         create-key, patch, login)
   DATABASE_URL          PostgreSQL server (default postgres://postgres@127.0.0.1:5432/postgres)
   BENCH_DATABASE        database made for the run (default posts_bench)`;
 
+/**
+ * A count as short as a name may carry it: 1m for a million, 200k, or the number itself when
+ * neither divides it.
+ */
+export function sizeLabel(count: number): string {
+  if (count % 1_000_000 === 0) return `${count / 1_000_000}m`;
+  if (count % 1000 === 0) return `${count / 1000}k`;
+  return String(count);
+}
+
+/**
+ * The run's options, from `argv` (what follows `pnpm bench`) and the environment. Prints the help
+ * and exits on --help; throws on an option it does not know, a count out of range, or options
+ * that do not go together.
+ */
 export function parseOptions(argv: readonly string[]): Options {
   const { values } = parseArgs({
     // `pnpm bench -- --quick` hands the separator on; `pnpm bench --quick` does not.
@@ -90,6 +120,8 @@ export function parseOptions(argv: readonly string[]): Options {
       "search-connections": { type: "string" },
       "reuse-database": { type: "boolean", default: false },
       "search-only": { type: "boolean", default: false },
+      curve: { type: "boolean", default: false },
+      "curve-posts": { type: "string" },
       "probe-rate": { type: "string" },
       posts: { type: "string" },
       users: { type: "string" },
@@ -111,9 +143,11 @@ export function parseOptions(argv: readonly string[]): Options {
     if (!Number.isInteger(n) || n < min) throw new Error(`--${name} must be an integer >= ${min}`);
     return n;
   };
+  const database = process.env.BENCH_DATABASE ?? "posts_bench";
+  const curvePosts = int("curve-posts", values["curve-posts"], 10_000_000, 1000);
   const options: Options = {
     databaseUrl: process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres",
-    database: process.env.BENCH_DATABASE ?? "posts_bench",
+    database,
     posts: int("posts", values.posts, embedded ? 100_000 : 1_000_000, 1000),
     users: int("users", values.users, 1000, 1),
     duration: int("duration", values.duration, quick ? 4 : 10),
@@ -132,7 +166,17 @@ export function parseOptions(argv: readonly string[]): Options {
     serviceNodeArgs: values["service-node-args"]?.split(" ").filter((a) => a !== "") ?? [],
     reuseDatabase: values["reuse-database"] ?? false,
     searchOnly: values["search-only"] ?? false,
+    curve: values.curve ?? false,
+    curvePosts,
+    curveDatabase: `${database}_${sizeLabel(curvePosts)}`,
   };
   if (options.posts < options.users) throw new Error("--posts must be at least --users");
+  if (options.curve) {
+    if (options.embedded || options.selfCheck || options.searchOnly)
+      throw new Error(
+        "--curve measures the service on PostgreSQL alone: not with --embedded, --self-check or --search-only",
+      );
+    if (options.curvePosts <= options.posts) throw new Error("--curve-posts must be more than --posts");
+  } else if (values["curve-posts"] !== undefined) throw new Error("--curve-posts is for --curve");
   return options;
 }

@@ -1,4 +1,4 @@
-/** What the PostgreSQL run and the embedded run share: servers' environment, rounds, output. */
+/** What the PostgreSQL run, the embedded run and the curve share: servers' environment, rounds, output. */
 import { randomBytes } from "node:crypto";
 import { mkdirSync } from "node:fs";
 import { writeFile } from "node:fs/promises";
@@ -63,6 +63,19 @@ export function serverEnv(tokens: TokenSettings, databaseUrl: string | undefined
   if (databaseUrl !== undefined) env.DATABASE_URL = databaseUrl;
   if (dataDir !== undefined) env.DATA_DIR = dataDir;
   return env;
+}
+
+/**
+ * Answers a function that stops every server `servers` holds when it is called, and calls it when
+ * the bench is stopped by Ctrl-C or by `kill`: the servers are children that would outlive it.
+ */
+export function stopAllOnExit(servers: readonly ServerProcess[]): () => Promise<void> {
+  const stopAll = async () => {
+    await Promise.all(servers.map((s) => s.stop()));
+  };
+  process.once("SIGINT", () => void stopAll().then(() => process.exit(130)));
+  process.once("SIGTERM", () => void stopAll().then(() => process.exit(143)));
+  return stopAll;
 }
 
 /** Unique to this run as well, should another run share the PostgreSQL server. */
@@ -131,19 +144,21 @@ export async function runScenarios(
 }
 
 /** What one round measures in turn: a server under a workload. */
-interface Contestant {
+export interface Contestant {
   readonly name: string;
   readonly server: ServerProcess;
   readonly workload: Workload;
+  /**
+   * A client of the database the server uses, when it is a PostgreSQL server on this machine: the
+   * CPU of the backends serving the server is measured through it, and each slice waits for the
+   * server's statements there to end.
+   */
+  readonly database?: pg.Client | undefined;
 }
 
 /**
- * Warms each contestant up, then measures the rounds. A round gives each contestant `duration`
- * seconds of load, cut into slices of about `slice` seconds that alternate between them in
- * mirrored order (A B C C B A A B C ...), so that a burst of other work on the machine, or a
- * drift in its speed, lands on every one alike instead of on whichever ran at the time. The
- * contestants are the servers under the scenario's workload or, for a scenario that measures
- * the service against itself, the service under each of its two workloads.
+ * Measures a scenario against each of the servers of `servers` or, for a scenario that measures
+ * the service against itself, the service under each of its two workloads (`measureRounds`).
  */
 async function runScenario(
   scenario: Scenario,
@@ -158,11 +173,41 @@ async function runScenario(
     reference === undefined
       ? [service, baseline, express]
           .filter((s): s is ServerProcess => s !== undefined)
-          .map((server) => ({ name: server.name, server, workload }))
+          .map((server) => ({ name: server.name, server, workload, database }))
       : [
-          { name: service.name, server: service, workload },
-          { name: reference.label, server: service, workload: reference.workload },
+          { name: service.name, server: service, workload, database },
+          { name: reference.label, server: service, workload: reference.workload, database },
         ];
+  const rounds = await measureRounds(scenario.name, contestants, options, probe);
+  const roundsOf = (index: number) => rounds[index] ?? [];
+  const of = (server: ServerProcess | undefined) =>
+    server === undefined ? [] : roundsOf(contestants.findIndex((c) => c.server === server));
+  return {
+    name: scenario.name,
+    description: scenario.description,
+    service: roundsOf(0),
+    // Against itself: the reference workload's rounds stand where the baseline's would.
+    baseline: reference === undefined ? of(baseline) : roundsOf(1),
+    express: reference === undefined ? of(express) : [],
+    ...(reference === undefined ? {} : { reference: reference.label }),
+    ...(workload.expectedStatus === undefined ? {} : { expectedStatus: workload.expectedStatus }),
+  };
+}
+
+/**
+ * Warms each contestant up, then measures the rounds of `scenario` (its name), and answers each
+ * contestant's rounds, in the order of `contestants`; throws if a server died. A round gives each
+ * contestant `duration` seconds of load, cut into slices of about `slice` seconds that alternate
+ * between them in mirrored order (A B C C B A A B C ...), so that a burst of other work on the
+ * machine, or a drift in its speed, lands on every one alike instead of on whichever ran at the
+ * time. `probe`, the logins' GET traffic, runs beside every slice.
+ */
+export async function measureRounds(
+  scenario: string,
+  contestants: readonly Contestant[],
+  options: Pick<Options, "warmup" | "duration" | "slice" | "rounds">,
+  probe?: Workload,
+): Promise<Round[][]> {
   if (options.warmup > 0) {
     for (const c of contestants) await drive(c.server.url, c.workload, options.warmup);
   }
@@ -175,19 +220,19 @@ async function runScenario(
       // Mirrored across slices, and each round starts with the contestant the previous one ended with.
       const forward = ((r - 1) * sliceCount + i) % 2 === 0;
       for (const c of forward ? contestants : [...contestants].reverse()) {
-        slices.get(c)?.push(await measureSlice(c.server, c.workload, probe, sliceSeconds, database));
+        slices.get(c)?.push(await measureSlice(c.server, c.workload, probe, sliceSeconds, c.database));
       }
     }
     for (const c of contestants) {
       if (!c.server.alive()) {
         throw new Error(
-          `${c.server.name} died during ${scenario.name}; its log (${c.server.logFile}) ends:\n${tail(c.server.logFile)}`,
+          `${c.server.name} died during ${scenario}; its log (${c.server.logFile}) ends:\n${tail(c.server.logFile)}`,
         );
       }
       const round = toRound(slices.get(c) ?? []);
       rounds.get(c)?.push(round);
       log(
-        `${scenario.name} round ${r}/${options.rounds} ${c.name}: ${round.requestsPerSecond.toFixed(0)} req/s, ` +
+        `${scenario} round ${r}/${options.rounds} ${c.name}: ${round.requestsPerSecond.toFixed(0)} req/s, ` +
           `p99 ${round.p99Ms.toFixed(2)} ms, CPU ${round.cpuMsPerRequest.toFixed(3)} + ` +
           `PG ${round.databaseCpuMsPerRequest.toFixed(3)} ms/req, unexpected statuses ${round.non2xx + round.errors}, ` +
           `RSS ${(round.rssMaxBytes / 1048576).toFixed(0)} MB` +
@@ -197,19 +242,7 @@ async function runScenario(
       );
     }
   }
-  const roundsOf = (c: Contestant | undefined) => (c === undefined ? [] : (rounds.get(c) ?? []));
-  const of = (server: ServerProcess | undefined) =>
-    server === undefined ? [] : roundsOf(contestants.find((c) => c.server === server));
-  return {
-    name: scenario.name,
-    description: scenario.description,
-    service: roundsOf(contestants[0]),
-    // Against itself: the reference workload's rounds stand where the baseline's would.
-    baseline: reference === undefined ? of(baseline) : roundsOf(contestants[1]),
-    express: reference === undefined ? of(express) : [],
-    ...(reference === undefined ? {} : { reference: reference.label }),
-    ...(workload.expectedStatus === undefined ? {} : { expectedStatus: workload.expectedStatus }),
-  };
+  return contestants.map((c) => rounds.get(c) ?? []);
 }
 
 interface SliceOfRound {
@@ -337,6 +370,22 @@ async function eventLoopP99Ms(baseUrl: string): Promise<number | undefined> {
   }
 }
 
+/**
+ * The line under a run's heading: when, on which node and CPUs, `what` was measured (its size and
+ * connections), the rounds and slices, `context`, and the service's extra node arguments if any.
+ */
+export function runLine(options: Options, what: string, context: string): string {
+  const cpus = os.cpus();
+  return (
+    `${new Date().toISOString()} · node ${process.version} · ${cpus.length} × ${cpus[0]?.model ?? "?"} · ` +
+    `${what} · ${options.rounds} round(s) × ${options.duration} s in ${options.slice} s slices ` +
+    `(warm-up ${options.warmup} s) · ${context}` +
+    (options.serviceNodeArgs.length > 0
+      ? ` · service run with \`node ${options.serviceNodeArgs.join(" ")}\``
+      : "")
+  );
+}
+
 /** Prints the tables and the targets, and keeps the raw rounds in bench/results/. */
 export async function publish(
   runs: readonly ScenarioRuns[],
@@ -345,16 +394,9 @@ export async function publish(
   serviceName: string,
   context: string,
 ): Promise<void> {
-  const cpus = os.cpus();
   const connections = `${options.connections} connections (login ${options.loginConnections} + ${options.probeRate} GET/s)`;
   console.log(
-    `\n## ${heading}\n\n${new Date().toISOString()} · node ${process.version} · ${cpus.length} × ` +
-      `${cpus[0]?.model ?? "?"} · ${options.posts} posts / ${options.users} users · ${connections} · ` +
-      `${options.rounds} round(s) × ${options.duration} s in ${options.slice} s slices (warm-up ${options.warmup} s) · ${context}` +
-      (options.serviceNodeArgs.length > 0
-        ? ` · service run with \`node ${options.serviceNodeArgs.join(" ")}\``
-        : "") +
-      "\n",
+    `\n## ${heading}\n\n${runLine(options, `${options.posts} posts / ${options.users} users · ${connections}`, context)}\n`,
   );
   console.log(render(runs, serviceName));
   const references = (["baseline", "express"] as const).filter((r) => runs.some((run) => run[r].length > 0));

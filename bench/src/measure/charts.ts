@@ -2,7 +2,7 @@
  * The bench's results as SVG charts, drawn from the same raw JSON the run keeps in
  * bench/results/: for a load run, each scenario's req/s and p99 per server (the medians the
  * Markdown table prints); for `--search-only`, the latency of the search pages per class of term
- * and kind of page.
+ * and kind of page; for `--curve`, a load run's chart of the service on each table size.
  */
 import type { TopLevelSpec } from "vega-lite";
 import { svgOf } from "../chart/vega-svg.js";
@@ -11,6 +11,7 @@ import {
   pairedRatios,
   REQUESTS_PER_SECOND,
   type Reference,
+  type Round,
   type ScenarioRuns,
   type SearchPageTiming,
   summarize,
@@ -37,7 +38,31 @@ export interface SearchResults {
   readonly searchPages: readonly SearchPageTiming[];
 }
 
-export type BenchResults = LoadResults | SearchResults;
+/** One scenario of a `--curve` run: the service's rounds on each table, round i of both paired. */
+export interface CurveScenarioRuns {
+  readonly name: string;
+  readonly description: string;
+  readonly small: readonly Round[];
+  readonly large: readonly Round[];
+}
+
+/** A table size of a `--curve` run, and the name of the service measured on it. */
+export interface CurveSize {
+  readonly server: string;
+  readonly posts: number;
+}
+
+/** What `--curve` keeps in bench/results/<run>.json (see `runCurve`). */
+export interface CurveResults {
+  readonly heading: string;
+  readonly date?: string;
+  readonly options: Partial<Options>;
+  readonly node: string;
+  readonly sizes: { readonly small: CurveSize; readonly large: CurveSize };
+  readonly runs: readonly CurveScenarioRuns[];
+}
+
+export type BenchResults = LoadResults | SearchResults | CurveResults;
 
 /** The name the run gave the service's rows: the self-check measures a second baseline instead. */
 export function serviceNameOf(results: LoadResults): string {
@@ -102,9 +127,14 @@ const REFERENCE_COLORS = ["#9ecae9", "#72b7b2", "#b279a2", "#bab0ac"];
 /**
  * The load run's chart: one row per scenario, req/s on the left and p99 on the right, a bar per
  * server labelled with its value. Each cell has its own scale, since a login and a GET differ by
- * two orders of magnitude and a shared axis would flatten the one or clip the other.
+ * two orders of magnitude and a shared axis would flatten the one or clip the other. `posts` says
+ * what the servers ran on.
  */
-export async function loadChartSvg(results: LoadResults, title: string): Promise<string> {
+export async function loadChartSvg(
+  results: LoadResults,
+  title: string,
+  posts = `${results.options.posts?.toLocaleString("en") ?? "?"} posts`,
+): Promise<string> {
   const serviceName = serviceNameOf(results);
   const bars = loadBars(results.runs, serviceName).filter((bar) => Number.isFinite(bar.value));
   const servers = [...new Set(bars.map((bar) => bar.server))];
@@ -123,7 +153,7 @@ export async function loadChartSvg(results: LoadResults, title: string): Promise
       text: title,
       subtitle: [
         `${options.rounds ?? "?"} round(s) of ${options.duration ?? "?"} s per scenario, ` +
-          `${options.connections ?? "?"} connections, ${options.posts?.toLocaleString("en") ?? "?"} posts; ` +
+          `${options.connections ?? "?"} connections, ${posts}; ` +
           `medians over rounds · node ${results.node}`,
         "Under each scenario: the service's req/s against each other server (median of per-round ratios).",
         "Each cell has its own scale: compare the bars of a row, not the rows.",
@@ -233,10 +263,38 @@ export async function searchChartSvg(results: SearchResults, title: string): Pro
   return svgOf(spec);
 }
 
+/**
+ * A `--curve` run as a load run of the service on the smaller table against itself on the larger
+ * (a reference of the service, as get-304's plain GET is), so that its chart is a load run's: in
+ * each scenario a bar per size, headed by the smaller's req/s over the larger's.
+ */
+function curveAsLoadResults(results: CurveResults): LoadResults {
+  const { small, large } = results.sizes;
+  return {
+    heading: results.heading,
+    serviceName: small.server,
+    ...(results.date === undefined ? {} : { date: results.date }),
+    options: results.options,
+    node: results.node,
+    runs: results.runs.map((run) => ({
+      name: run.name,
+      description: run.description,
+      service: run.small,
+      baseline: run.large,
+      express: [],
+      reference: large.server,
+    })),
+  };
+}
+
 /** The chart of a raw results file, whichever mode wrote it; `date` names the run in its title. */
 export function resultsChartSvg(results: BenchResults, date: string): Promise<string> {
   const title = `${results.heading}, ${date}`;
-  return "searchPages" in results ? searchChartSvg(results, title) : loadChartSvg(results, title);
+  if ("searchPages" in results) return searchChartSvg(results, title);
+  if (!("sizes" in results)) return loadChartSvg(results, title);
+  const { small, large } = results.sizes;
+  const sizes = `${small.server} on ${small.posts.toLocaleString("en")} posts, ${large.server} on ${large.posts.toLocaleString("en")}`;
+  return loadChartSvg(curveAsLoadResults(results), title, sizes);
 }
 
 /**

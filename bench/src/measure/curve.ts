@@ -1,14 +1,29 @@
 /**
- * The ten-million-post curve (issue 20): the service's latency in each scenario of two load runs
- * of different sizes, side by side, with the ratio of the larger to the smaller. The two runs are
- * separate `pnpm bench` runs (a seed of ten million posts takes minutes and gigabytes, so it is
- * never the default), compared afterwards from the JSON each kept under bench/results/.
+ * The ten-million-post curve (issue 20): the service's latency in each scenario at two table
+ * sizes, side by side, with the growth from the smaller to the larger. Measured either in one run
+ * (`pnpm bench -- --curve`), the service on each size in alternating slices of the same rounds,
+ * or from two separate `pnpm bench` runs compared afterwards from the JSON each kept under
+ * bench/results/ (`pnpm bench:curve`), whose growth also holds whatever the machine did between
+ * them.
  */
-import type { LoadResults } from "./charts.js";
-import { type ScenarioRuns, summarize } from "./report.js";
+import type { CurveResults, LoadResults } from "./charts.js";
+import { type Round, type ScenarioRuns, summarize } from "./report.js";
+import { median } from "./stats.js";
 
-/** Most growth of p50 and p99 from the smaller run to the larger one, as issue 20 asks. */
+/** Most growth of p50 and p99 from the smaller table to the larger one, as issue 20 asks. */
 export const CURVE_MAX_GROWTH = 1.3;
+
+/** The scenarios the curve measures: reads of every kind, searches and a write. */
+export const CURVE_SCENARIOS: readonly string[] = [
+  "get-one",
+  "list-first",
+  "list-deep",
+  "list-cold",
+  "search-rare",
+  "search-common",
+  "search-korean",
+  "create",
+];
 
 /**
  * Scenarios whose latency is expected to grow with the table, and why: they are shown, not
@@ -20,11 +35,17 @@ const UNJUDGED: Readonly<Record<string, string>> = {
   "list-cold": "reads posts outside every cache but the page cache, a smaller share of the larger table",
 };
 
+/** A scenario's latency at one size: the medians over its rounds. */
+interface Latency {
+  readonly p50Ms: number;
+  readonly p99Ms: number;
+}
+
 /** One scenario of the curve. */
 export interface CurveRow {
   readonly scenario: string;
-  readonly small: { readonly p50Ms: number; readonly p99Ms: number };
-  readonly large: { readonly p50Ms: number; readonly p99Ms: number };
+  readonly small: Latency;
+  readonly large: Latency;
   /** large / small. */
   readonly p50Growth: number;
   readonly p99Growth: number;
@@ -32,6 +53,25 @@ export interface CurveRow {
   readonly pass: boolean | undefined;
   /** Why the scenario is not judged, when it is not. */
   readonly note?: string;
+}
+
+/** The row of `scenario`, judged unless {@link UNJUDGED} says why not. */
+function curveRow(
+  scenario: string,
+  small: Latency,
+  large: Latency,
+  growth: { readonly p50: number; readonly p99: number },
+): CurveRow {
+  const note = UNJUDGED[scenario];
+  return {
+    scenario,
+    small: { p50Ms: small.p50Ms, p99Ms: small.p99Ms },
+    large: { p50Ms: large.p50Ms, p99Ms: large.p99Ms },
+    p50Growth: growth.p50,
+    p99Growth: growth.p99,
+    pass: note === undefined ? growth.p50 <= CURVE_MAX_GROWTH && growth.p99 <= CURVE_MAX_GROWTH : undefined,
+    ...(note === undefined ? {} : { note }),
+  };
 }
 
 /** The size of the table a run measured. */
@@ -44,7 +84,8 @@ export function postsOf(results: LoadResults): number {
 
 /**
  * The curve of the scenarios both runs measured (in the smaller run's order), from the service's
- * medians over each run's rounds. Throws unless the runs are of two different sizes.
+ * medians over each run's rounds: growth is the ratio of the two medians. Throws unless the runs
+ * are of two different sizes.
  */
 export function curve(first: LoadResults, second: LoadResults): CurveRow[] {
   const [small, large] = postsOf(first) <= postsOf(second) ? [first, second] : [second, first];
@@ -55,19 +96,30 @@ export function curve(first: LoadResults, second: LoadResults): CurveRow[] {
     if (largeRun === undefined || smallRun.service.length === 0 || largeRun.service.length === 0) return [];
     const s = summarize(smallRun.service);
     const l = summarize(largeRun.service);
-    const p50Growth = l.p50Ms / s.p50Ms;
-    const p99Growth = l.p99Ms / s.p99Ms;
-    const note = UNJUDGED[smallRun.name];
+    return [curveRow(smallRun.name, s, l, { p50: l.p50Ms / s.p50Ms, p99: l.p99Ms / s.p99Ms })];
+  });
+}
+
+/**
+ * The curve of a `--curve` run, in its scenarios' order. Round i of the larger table ran in
+ * alternating slices with round i of the smaller, so growth is the median over rounds of each
+ * round's ratio, larger over smaller, as the service's ratios to the baseline are; the latencies
+ * shown are each size's medians over its rounds. A scenario without a round of both is left out.
+ */
+export function pairedCurve(results: CurveResults): CurveRow[] {
+  return results.runs.flatMap((run) => {
+    const pairs = run.small.flatMap((small, i): [Round, Round][] => {
+      const large = run.large[i];
+      return large === undefined ? [] : [[small, large]];
+    });
+    if (pairs.length === 0) return [];
+    const growth = (metric: (round: Round) => number) =>
+      median(pairs.map(([small, large]) => metric(large) / metric(small)));
     return [
-      {
-        scenario: smallRun.name,
-        small: { p50Ms: s.p50Ms, p99Ms: s.p99Ms },
-        large: { p50Ms: l.p50Ms, p99Ms: l.p99Ms },
-        p50Growth,
-        p99Growth,
-        pass: note === undefined ? p50Growth <= CURVE_MAX_GROWTH && p99Growth <= CURVE_MAX_GROWTH : undefined,
-        ...(note === undefined ? {} : { note }),
-      },
+      curveRow(run.name, summarize(run.small), summarize(run.large), {
+        p50: growth((round) => round.p50Ms),
+        p99: growth((round) => round.p99Ms),
+      }),
     ];
   });
 }
@@ -76,10 +128,23 @@ const count = (n: number) => n.toLocaleString("en-US");
 const ms = (n: number) => n.toFixed(2);
 const times = (n: number) => n.toFixed(2);
 
-/** The curve as a Markdown table, with its verdicts. */
-export function renderCurve(first: LoadResults, second: LoadResults): string {
-  const rows = curve(first, second);
-  const [small, large] = [postsOf(first), postsOf(second)].sort((a, b) => a - b) as [number, number];
+/** How a curve's two sizes were measured, said under its table. */
+const MEASURED = {
+  apart:
+    "Measured in two runs, one per size: growth is the ratio of the service's medians over each run's " +
+    "rounds, and holds whatever the machine did between the runs too.",
+  paired:
+    "Measured in one run, the two sizes in alternating slices of the same rounds: growth is the median " +
+    "over rounds of each round's ratio, larger over smaller.",
+} as const;
+
+/** `rows` as a Markdown table of the sizes `small` and `large`, with its verdicts and how it was measured. */
+function renderRows(
+  rows: readonly CurveRow[],
+  small: number,
+  large: number,
+  measured: keyof typeof MEASURED,
+): string {
   const lines = [
     `| scenario | ${count(small)} posts, p50 / p99 ms | ${count(large)} posts, p50 / p99 ms | growth p50 / p99 | ≤ ${CURVE_MAX_GROWTH}× |`,
     "|---|---|---|---|---|",
@@ -93,9 +158,22 @@ export function renderCurve(first: LoadResults, second: LoadResults): string {
   const failed = judged.filter((row) => row.pass === false).map((row) => row.scenario);
   lines.push(
     "",
+    MEASURED[measured],
+    "",
     failed.length === 0
       ? `Every judged scenario (${judged.length}) grew by at most ${CURVE_MAX_GROWTH}×.`
       : `Grew by more than ${CURVE_MAX_GROWTH}×: ${failed.join(", ")}.`,
   );
   return lines.join("\n");
+}
+
+/** The curve of two separate runs as a Markdown table, with its verdicts. */
+export function renderCurve(first: LoadResults, second: LoadResults): string {
+  const [small, large] = [postsOf(first), postsOf(second)].sort((a, b) => a - b) as [number, number];
+  return renderRows(curve(first, second), small, large, "apart");
+}
+
+/** The curve of a `--curve` run as a Markdown table, with its verdicts. */
+export function renderPairedCurve(results: CurveResults): string {
+  return renderRows(pairedCurve(results), results.sizes.small.posts, results.sizes.large.posts, "paired");
 }
