@@ -11,8 +11,10 @@ if (url === undefined)
 describe.skipIf(url === undefined)("warming the page cache before a run", () => {
   // A database of its own: the warm-up creates the pg_prewarm extension in the one it is given.
   const database = `bench_warm_${process.pid}`;
-  const client = new pg.Client({ connectionString: withDatabase(url as string, database) });
+  // Made in beforeAll: the body of a skipped suite still runs, and has no URL to give it.
+  let client: pg.Client;
   beforeAll(async () => {
+    client = new pg.Client({ connectionString: withDatabase(url as string, database) });
     await recreateDatabase(url as string, database);
     await client.connect();
     await client.query("create table users (id int primary key, email text)");
