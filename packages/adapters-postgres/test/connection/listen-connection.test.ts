@@ -1,11 +1,12 @@
 import { createPostgresDatabase, type DatabaseHandle } from "@posts/adapters-postgres";
 import { openTestDatabase, type TestDatabase } from "@posts/adapters-postgres/testing";
 import { sql } from "kysely";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { describeOnServer } from "../use-test-database.js";
 
 // PostgreSQL delivers a NOTIFY only to listeners connected to the same database, so a listener
 // that hears the second database's notification and not the first's is connected to the second.
-describe("the LISTEN connection of a PostgreSQL handle", () => {
+describeOnServer("the LISTEN connection of a PostgreSQL handle", () => {
   let pooled: TestDatabase;
   let other: TestDatabase;
   const handles: DatabaseHandle[] = [];

@@ -1,11 +1,12 @@
 import { openTestDatabase, type TestDatabase } from "@posts/adapters-postgres/testing";
 import pg from "pg";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, expect, it } from "vitest";
 import { postgresNotifications } from "../../src/connection/postgres-notifications.js";
+import { describeOnServer } from "../use-test-database.js";
 
 // The listening session also runs the primary-position statement of the standby reads, prepared
 // once; the standby reads themselves are tested on real standbys in scripts/topology.
-describe("statements on the listening session", () => {
+describeOnServer("statements on the listening session", () => {
   let database: TestDatabase;
   let observer: pg.Client;
   const sessions: ReturnType<typeof postgresNotifications>[] = [];

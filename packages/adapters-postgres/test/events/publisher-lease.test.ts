@@ -2,7 +2,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { embeddedPublisherLease, PostgresPublisherLease } from "@posts/adapters-postgres";
 import { sql } from "kysely";
 import { afterEach, describe, expect, it } from "vitest";
-import { useTestDatabase } from "../use-test-database.js";
+import { describeOnServer, useTestDatabase } from "../use-test-database.js";
 
 async function until(condition: () => boolean | Promise<boolean>, what: string, timeoutMs = 10_000) {
   const deadline = performance.now() + timeoutMs;
@@ -12,10 +12,7 @@ async function until(condition: () => boolean | Promise<boolean>, what: string, 
   }
 }
 
-// Sessions of a server: PGlite has one session only. Under CI a missing server fails, not skips.
-const NO_SERVER = process.env.DATABASE_URL === undefined && process.env.CI !== "true";
-
-describe.skipIf(NO_SERVER)(`PostgresPublisherLease${NO_SERVER ? " (skipped: set DATABASE_URL)" : ""}`, () => {
+describeOnServer("PostgresPublisherLease", () => {
   const database = useTestDatabase("postgres");
   const leases: PostgresPublisherLease[] = [];
   const lease = (applicationName: string) => {

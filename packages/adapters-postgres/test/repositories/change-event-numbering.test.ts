@@ -4,12 +4,13 @@ import type { PostChangeEvent } from "@posts/domain";
 import fc from "fast-check";
 import { sql } from "kysely";
 import pg from "pg";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { describeOnServer } from "../use-test-database.js";
 
 // The interleavings that break naive numbering, played step by step on separate connections
 // of a PostgreSQL server, as separate instances would make them. The log here is never
 // started: the test runs the sequencer itself, at the moments it chooses.
-describe("numbering change events on PostgreSQL, under interleaved transactions", () => {
+describeOnServer("numbering change events on PostgreSQL, under interleaved transactions", () => {
   let database: TestDatabase;
   let log: PostgresChangeEventLog;
   const clients: pg.Client[] = [];

@@ -1,6 +1,7 @@
-import { describe, expect, it } from "vitest";
+import { expect, it } from "vitest";
 import { signUpThrough, useCluster } from "../multi-instance/service-cluster.js";
 import { idFromLocation, jsonRequest } from "../reliability/api-client.js";
+import { describeOnPostgres } from "../reliability/postgres-suite.js";
 import { type ArrivedEvent, readEventStream } from "../support/event-stream-reader.js";
 
 const EVENTS = "/api/v1/posts/events";
@@ -16,7 +17,7 @@ interface CloudEvent {
 // instance hears of most numbers after its streams have read them (another instance numbered
 // them, or a later read overtook the notification): the case that once left an instance's
 // streams asleep while its pages were right (issue 18; the hub's own test pins it down).
-describe("the change feed of three instances on one PostgreSQL database", () => {
+describeOnPostgres("the change feed of three instances on one PostgreSQL database", () => {
   const cluster = useCluster({ size: 3 });
 
   it("every instance's stream and pages show 1..n with no gap, one event per acknowledged change, each post's in version order", async () => {
