@@ -70,16 +70,19 @@ type KeptJson = Buffer | string;
 /**
  * `text` to keep: an ASCII text as a flat string of its own, any other as UTF-8 bytes in memory
  * of their own. Why not always bytes: each Buffer costs an ArrayBuffer, its backing store and a
- * heap allocation besides its bytes, about 200 bytes of RSS a post more than a string (22,000
- * posts: 4 MB, bench/RESULTS.md). Why a copy of the string: `JSON.stringify` may answer a tree
- * of parts (a cons string), which would cost more and be flattened at every copy. Why own
- * memory for bytes: `Buffer.from` cuts short texts from a shared slab, which one kept slice
- * would hold whole for as long as the post stays cached.
+ * heap allocation besides its bytes, about 200 bytes of RSS a post more than a string (with the
+ * cache full, RSS 205 MB against 192, bench/RESULTS.md). Why a copy of the string:
+ * `JSON.stringify` answers a post's JSON as a tree of parts (a cons string), which costs more
+ * and would be flattened at every copy. Why memory of their own for bytes: `Buffer.from` cuts
+ * short texts from a shared slab, which one kept slice would hold whole for as long as the post
+ * stays cached.
  */
 function kept(text: string): KeptJson {
-  const bytes = Buffer.allocUnsafeSlow(Buffer.byteLength(text));
+  const length = Buffer.byteLength(text);
+  if (length === text.length) return Buffer.from(text, "latin1").toString("latin1");
+  const bytes = Buffer.allocUnsafeSlow(length);
   bytes.write(text);
-  return bytes.length === text.length ? bytes.toString("latin1") : bytes;
+  return bytes;
 }
 
 const PAGE_START = Buffer.from('{"content":[');
