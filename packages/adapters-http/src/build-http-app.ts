@@ -34,7 +34,7 @@ const DEFAULT_RETRY_AFTER_SECONDS = 5;
 const MAX_PARAM_LENGTH = 16_384;
 
 /**
- * Builds the HTTP API of CONTRACT.md over `options.deps`: every route, authentication,
+ * Builds the HTTP API that docs/README.md describes over `options.deps`: every route, authentication,
  * the one error mapping, OpenAPI at /openapi.json and /docs, /health, /ready and (unless
  * turned off) /metrics. Answers the app ready but not listening, so tests can `inject`
  * and the caller decides where to listen. Throws when a JWT key is shorter than

@@ -142,7 +142,7 @@ export interface HttpAppOptions {
   /** Retry-After, in seconds, of 503 answers. Default 5. */
   readonly retryAfterSeconds?: number;
   /**
-   * The log GET /api/v1/posts/events serves (CONTRACT §12). Absent: the path is no route of its
+   * The log GET /api/v1/posts/events serves (docs/change-events.md). Absent: the path is no route of its
    * own (GET answers as for a non-numeric post id).
    */
   readonly changeEvents?: ChangeEventLog;

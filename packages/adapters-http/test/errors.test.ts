@@ -60,7 +60,7 @@ describe("generic errors", () => {
         expectEnvelope(unhandled, 405, "/api/v1/posts");
         expect(unhandled.headers.allow).toBe("GET, HEAD, POST");
       }
-      // An invalid token is refused first, on every path (CONTRACT §4).
+      // An invalid token is refused first, on every path (docs/authentication.md#invalid-tokens-401-on-every-path).
       const withBadToken = await t().app.inject({
         method: "POST",
         url: "/api/v1/does-not-exist",

@@ -30,7 +30,7 @@ const plugin: FastifyPluginAsync<AuthenticationOptions> = async (app, options) =
   const verify = tokenVerifier(keyRingDecoder(keys, options.issuer));
   app.decorateRequest("principal", null);
   // onRequest runs before the body is read, so a bad token is refused before 415, 413 or 400,
-  // and on every path, including unknown ones (CONTRACT §4).
+  // and on every path, including unknown ones (docs/authentication.md#invalid-tokens-401-on-every-path).
   app.addHook("onRequest", (request, reply, next) => {
     const header = request.headers[TOKEN_HEADER];
     if (header === undefined || header === "") {

@@ -21,7 +21,7 @@ export interface JwtTokenIssuerOptions {
 }
 
 /**
- * Signs HS256 JWTs with the claims of CONTRACT §4: `iss`, `iat`, `exp` = `iat` + ttl,
+ * Signs HS256 JWTs with the claims docs/authentication.md#what-the-token-holds lists: `iss`, `iat`, `exp` = `iat` + ttl,
  * `sub` = user id as text, `email`, and `roles` = `[{"authority": role}]`. The
  * header is `{"alg":"HS256","typ":"JWT"}`.
  */

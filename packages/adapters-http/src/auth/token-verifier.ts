@@ -6,7 +6,7 @@ export type TokenVerdict =
   | { readonly valid: true; readonly principal: Principal }
   | { readonly valid: false; readonly expired: boolean };
 
-/** Checks a token as CONTRACT §4 says; never throws for anything a client can send. */
+/** Checks a token as docs/authentication.md#invalid-tokens-401-on-every-path says; never throws for anything a client can send. */
 export type TokenVerifier = (token: string) => TokenVerdict;
 
 /**

@@ -20,7 +20,7 @@ export type DomainErrorResponse =
   | { readonly status: number; readonly body: "empty" };
 
 /**
- * The one mapping from domain errors to HTTP (CONTRACT §2–3, §7–8). Typed over every `kind`, so a
+ * The one mapping from domain errors to HTTP (docs/posts.md, docs/authentication.md, docs/conditional-requests.md, docs/idempotency.md). Typed over every `kind`, so a
  * new kind without a row here fails to compile.
  */
 export const DOMAIN_ERROR_RESPONSES = {
@@ -34,14 +34,14 @@ export const DOMAIN_ERROR_RESPONSES = {
     body: "text",
     message: error.action === "modify" ? HTTP_MESSAGES.notAuthorToModify : HTTP_MESSAGES.notAuthorToDelete,
   }),
-  // CONTRACT §7: the If-Match named none of the post's current versions.
+  // docs/conditional-requests.md#change-safely-if-match--412: the If-Match named none of the post's current versions.
   "version-mismatch": () => ({ status: 412, body: "envelope", message: HTTP_MESSAGES.preconditionFailed }),
   "invalid-idempotency-key": () => ({
     status: 400,
     body: "envelope",
     message: HTTP_MESSAGES.invalidIdempotencyKey,
   }),
-  // CONTRACT §8: the key already stands for a post with another title or content.
+  // docs/idempotency.md#the-rules: the key already stands for a post with another title or content.
   "idempotency-key-reused": () => ({
     status: 422,
     body: "envelope",

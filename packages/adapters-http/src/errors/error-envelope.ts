@@ -3,7 +3,7 @@ import type { FieldError } from "@posts/domain";
 import type { FastifyReply } from "fastify";
 import type { TimestampFormatter } from "../http/timestamp-formatter.js";
 
-/** The JSON body of every generic error response (CONTRACT §5). */
+/** The JSON body of every generic error response (docs/errors.md#the-envelope). */
 export interface ErrorEnvelope {
   readonly timestamp: string;
   readonly status: number;

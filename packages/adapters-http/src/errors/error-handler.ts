@@ -28,7 +28,7 @@ const SERVICE_UNAVAILABLE = 503;
 
 /**
  * The app's one error handler: every error that escapes a route, a hook or Fastify itself
- * ends here and leaves as the generic envelope (CONTRACT §5). Fastify's client errors keep
+ * ends here and leaves as the generic envelope (docs/errors.md#the-envelope). Fastify's client errors keep
  * their status with a fixed message; an error `isUnavailable` recognizes is 503 with
  * Retry-After; anything else is logged and answered 500. No response ever carries the
  * error's own message, stack or SQL.

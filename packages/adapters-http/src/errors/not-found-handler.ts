@@ -25,8 +25,8 @@ export function notFoundHandler(app: FastifyInstance, sendEnvelope: SendEnvelope
  * An onRequest hook that answers a request no route matched right away, with
  * {@link notFoundHandler}'s 404 or 405, so that the answer does not wait for, or depend on, the
  * body: Fastify would otherwise parse it first, and a malformed JSON body sent to a path that does
- * not exist would be a 400 (CONTRACT §5 lists 404 and 405 among the answers decided before the
- * body is read). Add it after authentication, whose 401 comes first on every path.
+ * not exist would be a 400 (docs/errors.md#answers-before-the-body-has-arrived lists 404 and 405 among the answers
+ * decided before the body is read). Add it after authentication, whose 401 comes first on every path.
  */
 export function notFoundBeforeBody(app: FastifyInstance, sendEnvelope: SendEnvelope): onRequestHookHandler {
   const answer = notFoundHandler(app, sendEnvelope);

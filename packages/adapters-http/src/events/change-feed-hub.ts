@@ -125,7 +125,7 @@ export class ChangeFeedHub {
     if (this.#filling) return;
     // Set before the loop starts, not from its promise: a loop with nothing to read ends before
     // its first await, and its `finally` would then run before the promise was stored, leaving
-    // the hub marked as filling for good and every waiter at its end asleep (issue 18).
+    // the hub marked as filling for good and every waiter at its end asleep while the JSON pages stayed right.
     this.#filling = true;
     void this.#fillUntilDone();
   }

@@ -1,7 +1,7 @@
 import type { ServerResponse } from "node:http";
 import type { ChangeFeedHub, RenderedEvent } from "./change-feed-hub.js";
 
-/** The longest the feed may stay silent: CONTRACT §12 promises a comment at least every 15 s. */
+/** The longest the feed may stay silent: a comment at least every 15 s keeps idle connections open (docs/change-events.md#as-a-stream). */
 export const MAX_HEARTBEAT_MS = 15_000;
 const STREAM_PAGE = 500;
 

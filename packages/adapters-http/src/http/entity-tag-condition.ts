@@ -9,7 +9,7 @@ export interface EntityTag {
 /**
  * An `If-Match` or `If-None-Match` value: `"*"` (any current representation), or the list of
  * entity-tags it names. A malformed value is the empty list: it names nothing, so it matches
- * nothing (CONTRACT §7).
+ * nothing (docs/conditional-requests.md#change-safely-if-match--412).
  */
 export type EntityTagCondition = "*" | readonly EntityTag[];
 
@@ -22,11 +22,11 @@ const TAB = 0x09;
 const ENTITY_TAG = /(W\/)?"([\x21\x23-\x7e\x80-\xff]*)"/y;
 
 /**
- * Parses an `If-Match` or `If-None-Match` header exactly as RFC 9110 §13.1.1–§13.1.2 write it:
+ * Parses an `If-Match` or `If-None-Match` header exactly as RFC 9110 sections 13.1.1 and 13.1.2 write it:
  * `*`, or a comma-separated list of entity-tags with optional whitespace around the commas and
- * empty elements allowed (the #rule, §5.6.1). A header sent twice arrives joined by ", " (Node
+ * empty elements allowed (the #rule, RFC 9110 §5.6.1). A header sent twice arrives joined by ", " (Node
  * does that for these names, and an array is joined the same way), which is the combined list
- * §5.3 prescribes. `undefined` when the header is absent.
+ * RFC 9110 §5.3 prescribes. `undefined` when the header is absent.
  *
  * Written here rather than taken from a library: `fresh` (behind Express's and @fastify/etag's
  * 304s) splits on every comma, even one inside an opaque-tag (`%x2C` is a valid etagc), accepts

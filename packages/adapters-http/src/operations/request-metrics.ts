@@ -37,7 +37,7 @@ const DURATIONS = {
  * prom-client's own Counter and Histogram would print for the same observations.
  *
  * Why not those classes: a labelled `inc` or `observe` validates, copies and hashes the labels
- * on every call, a cost bench/RESULTS.md measures against a whole GET. Here a request costs a Map
+ * on every call, a cost that is a measurable share of a whole GET. Here a request costs a Map
  * lookup and a few additions; turning the numbers into metric values happens at scrape time.
  */
 export class RequestMetrics {

@@ -125,7 +125,7 @@ const plugin: FastifyPluginCallback<EventRoutesOptions> = (app, options, done) =
 };
 
 /**
- * GET /api/v1/posts/events, the change feed of CONTRACT §12, over `options.log`: a JSON page
+ * GET /api/v1/posts/events, the change feed of docs/change-events.md, over `options.log`: a JSON page
  * or, for `Accept: text/event-stream`, a stream that follows new events as the log's
  * subscription reports them. PATCH and DELETE on the path are the post routes' (a non-numeric
  * id). Closing the app ends the open streams first.

@@ -12,7 +12,7 @@ const WIRE_FORM = "post-wire-1";
 /** Room for the ids and versions of the largest page (100 posts and the extra one), 8 bytes each. */
 const PAGE_NUMBERS = Buffer.alloc(8 * 2 * 101);
 
-/** The entity tags of the posts resource (CONTRACT §7), for one app. */
+/** The entity tags of the posts resource (docs/conditional-requests.md#entity-tags), for one app. */
 export interface PostEntityTags {
   /**
    * The strong tag of one post: the same for the same version (id and updatedAt) on every
@@ -54,7 +54,7 @@ export function postEntityTags(timeZone: string): PostEntityTags {
       const { posts } = page;
       // The ids and versions as numbers, not as text: V8 keeps the decimal text of a number in a
       // cache in the old generation, so thousands of different ones a second would grow the heap
-      // (bench/RESULTS.md). One hash per request, over a buffer reused for every page.
+      // and the RSS with it. One hash per request, over a buffer reused for every page.
       // Little-endian whatever the machine, so that every instance makes the same tag.
       const length = 16 * posts.length;
       const numbers = length <= PAGE_NUMBERS.length ? PAGE_NUMBERS : Buffer.alloc(length);

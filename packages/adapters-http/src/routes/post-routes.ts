@@ -54,7 +54,7 @@ function idempotencyKey(request: FastifyRequest): string | undefined {
 }
 
 /**
- * The posts resource (CONTRACT §2, §7–§9). Handlers parse, call the use case and map its result;
+ * The posts resource (docs/posts.md, docs/conditional-requests.md, docs/idempotency.md). Handlers parse, call the use case and map its result;
  * the order of outcomes is authentication (401) → guards (403) → body parsing (415, 413, 400)
  * → the use case's own ordered checks (an invalid Idempotency-Key first, a failed If-Match
  * last). Answers that carry a post or a page carry its ETag; a GET whose If-None-Match names it

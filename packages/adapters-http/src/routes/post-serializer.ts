@@ -9,7 +9,7 @@ import type { PostJson } from "../schemas/post-schemas.js";
  * same in GET by id, PATCH and every list and search page.
  */
 export interface PostSerializer {
-  /** A post as `PostSchema` describes it (CONTRACT §1): {@link postJson}, in UTF-8. */
+  /** A post as `PostSchema` describes it (docs/posts.md#a-post-on-the-wire): {@link postJson}, in UTF-8. */
   post(post: Post): Buffer;
   /** A page as `PostPageSchema` describes it: its posts as {@link PostSerializer.post} writes them, its size and nextCursor. */
   page(page: PostPage): Buffer;
@@ -31,8 +31,7 @@ export function postJson(post: Post, format: TimestampFormatter): string {
  *
  * Why bytes and not text: a page's text is encoded to UTF-8 again at every answer, and one post
  * with a character beyond Latin-1 (a Korean title) makes the whole page a two-byte string,
- * whose encoding took about 19 µs of a 10 KB page against 3.5 µs for copying kept bytes
- * (bench/RESULTS.md, "Pages read together").
+ * whose encoding costs several times what copying kept bytes does.
  */
 export function postSerializer(format: TimestampFormatter, cache?: PostCacheAccess): PostSerializer {
   const serialize = (post: Post) => Buffer.from(postJson(post, format));
@@ -70,8 +69,8 @@ type KeptJson = Buffer | string;
 /**
  * `text` to keep: an ASCII text as a flat string of its own, any other as UTF-8 bytes in memory
  * of their own. Why not always bytes: each Buffer costs an ArrayBuffer, its backing store and a
- * heap allocation besides its bytes, about 200 bytes of RSS a post more than a string (with the
- * cache full, RSS 205 MB against 192, bench/RESULTS.md). Why a copy of the string:
+ * heap allocation besides its bytes, about 200 bytes of RSS a post more than a string, which a
+ * full cache multiplies into a visible share of the process. Why a copy of the string:
  * `JSON.stringify` answers a post's JSON as a tree of parts (a cons string), which costs more
  * and would be flattened at every copy. Why memory of their own for bytes: `Buffer.from` cuts
  * short texts from a shared slab, which one kept slice would hold whole for as long as the post

@@ -22,7 +22,7 @@ export interface UserRoutesOptions extends RouteContext {
 }
 
 /**
- * The users resource (CONTRACT §3): register, log in, read and delete one's own account.
+ * The users resource (docs/authentication.md): register, log in, read and delete one's own account.
  * Failed logins, and registrations refused as duplicates, are throttled (see `failureThrottles`).
  */
 export const userRoutes: FastifyPluginCallback<UserRoutesOptions> = (app, options, done) => {

@@ -1,6 +1,6 @@
 import { Type } from "typebox";
 
-/** The wire pattern of every timestamp (CONTRACT §1). */
+/** The wire pattern of every timestamp (docs/posts.md#a-post-on-the-wire). */
 export const TIMESTAMP_PATTERN = "^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}$";
 
 /** A local date-time in the service's time zone, always with milliseconds. */

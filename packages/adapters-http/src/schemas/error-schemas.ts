@@ -7,7 +7,7 @@ export const FieldErrorSchema = Type.Object(
   { additionalProperties: false },
 );
 
-/** The generic error envelope (CONTRACT §5). Every property declared, since the serializer drops the rest. */
+/** The generic error envelope (docs/errors.md#the-envelope). Every property declared, since the serializer drops the rest. */
 export const ErrorEnvelopeSchema = Type.Object(
   {
     timestamp: TimestampSchema,

@@ -2,7 +2,7 @@ import { EventFeedHeadersSchema, EventFeedQuerySchema, EventPageSchema } from ".
 import { envelopeResponse, INVALID_TOKEN, routeResponses } from "./responses.js";
 import { PUBLIC } from "./security.js";
 
-/** GET /api/v1/posts/events: the change feed, as JSON pages or Server-Sent Events (CONTRACT §12). */
+/** GET /api/v1/posts/events: the change feed, as JSON pages or Server-Sent Events (docs/change-events.md). */
 export const ChangeFeedRouteSchema = {
   summary: "Follow every change of posts, in order: Server-Sent Events or JSON pages",
   description:

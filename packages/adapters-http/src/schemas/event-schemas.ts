@@ -1,7 +1,7 @@
 import { Type } from "typebox";
 import { PostSchema } from "./post-schemas.js";
 
-/** One change event as a CloudEvent 1.0 in structured mode (CONTRACT §12). Documentation only. */
+/** One change event as a CloudEvent 1.0 in structured mode (docs/change-events.md#the-events). Documentation only. */
 export const CloudEventSchema = Type.Object(
   {
     specversion: Type.Literal("1.0"),

@@ -7,7 +7,7 @@ import {
 import { type Static, Type } from "typebox";
 import { TimestampSchema } from "./common-schemas.js";
 
-/** A post on the wire (CONTRACT §1). Closed: the serializer writes these properties and nothing else. */
+/** A post on the wire (docs/posts.md#a-post-on-the-wire). Closed: the serializer writes these properties and nothing else. */
 export const PostSchema = Type.Object(
   {
     id: Type.Integer({ minimum: 1 }),

@@ -76,7 +76,7 @@ describe("ChangeFeedHub", () => {
     expect((await feed.read(0, 10)).map((event) => event.number)).toEqual([1, 2]);
   });
 
-  // The stall of issue 18: a fill read rows numbered after the notification that started it;
+  // A stall the hub must not have: a fill read rows numbered after the notification that started it;
   // that later notification, arriving once the reader waits again at the hub's end, found
   // nothing to read, and the fill that ended without reading left the hub marked as filling.
   it("goes on waking readers after a notification of numbers it has read already", async () => {

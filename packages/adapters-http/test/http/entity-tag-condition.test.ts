@@ -10,8 +10,8 @@ import {
 const strong = (opaque: string): EntityTag => ({ weak: false, opaque });
 const weak = (opaque: string): EntityTag => ({ weak: true, opaque });
 
-// RFC 9110 as a regular expression, independently of the parser: §8.8.3 (entity-tag), §5.6.1.2
-// (the #rule as a recipient reads it: `[ element ] *( OWS "," OWS [ element ] )`), §13.1.1.
+// RFC 9110 as a regular expression, independently of the parser: sections 8.8.3 (entity-tag),
+// 5.6.1.2 (the #rule as a recipient reads it: `[ element ] *( OWS "," OWS [ element ] )`) and 13.1.1.
 const TAG = String.raw`(?:W/)?"[\x21\x23-\x7e\x80-\xff]*"`;
 const OWS = "[ \\t]*";
 const FIELD = new RegExp(`^${OWS}(?:\\*|(?:${TAG})?(?:${OWS},${OWS}(?:${TAG})?)*)${OWS}$`);

@@ -28,7 +28,7 @@ function expectNotModified(response: LightMyRequestResponse, etag: string): void
 /** The tag inside quotes, as a weak tag. */
 const weakened = (etag: string) => `W/${etag}`;
 
-describe("conditional requests (CONTRACT §7)", () => {
+describe("conditional requests (docs/conditional-requests.md)", () => {
   const t = useTestApp();
   const { inject, get, patch, remove } = postRequests(() => t().app);
   const etagOf = async (id: number) => String((await get(`/api/v1/posts/${id}`)).headers.etag);

@@ -22,7 +22,7 @@ let keys = 0;
 /** A key no other test uses. */
 const freshKey = () => `key-${++keys}-${Math.random().toString(36).slice(2)}`;
 
-describe("idempotent creation (CONTRACT §8)", () => {
+describe("idempotent creation (docs/idempotency.md#the-rules)", () => {
   const t = useTestApp();
   const requests = postRequests(() => t().app);
   const inject = requests.inject;
@@ -169,7 +169,7 @@ describe("idempotent creation (CONTRACT §8)", () => {
     expect(forgotten.headers.location).not.toBe(first.headers.location);
   });
 
-  describe("order of outcomes (CONTRACT §2, POST)", () => {
+  describe("order of outcomes (docs/posts.md#create-post-apiv1posts)", () => {
     const BAD_KEY = "bad key";
 
     it("1. an invalid token → 401 before an invalid key", async () => {

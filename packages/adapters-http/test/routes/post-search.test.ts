@@ -7,7 +7,7 @@ import { useTestApp } from "../support/test-app.js";
 const PATH = "/api/v1/posts";
 const LINK = /^<(http:\/\/localhost(?::\d+)?(\/api\/v1\/posts\?[^>]+))>; rel="next"$/;
 
-describe("search: GET /api/v1/posts?q= (CONTRACT §9)", () => {
+describe("search: GET /api/v1/posts?q= (docs/posts.md#search)", () => {
   const t = useTestApp();
   const get = (url: string) => t().app.inject({ method: "GET", url });
   const ids = (response: { json(): { content: { id: number }[] } }) =>
