@@ -116,8 +116,8 @@ export function createPostgresDatabase(options: PostgresDatabaseOptions): Databa
     // what reads on standbys still cost it. On the listening session, prepared once and always
     // answered by the same server process, it cost the primary 20–40% less per read (two
     // interleaved runs) than through a pooler in transaction mode, which parses it each time
-    // on whichever process is free (bench/RESULTS.md, "The primary's position on a session of
-    // its own"). The pool asks while that session is not open, and when it is lost.
+    // on whichever process is free (bench/RESULTS.md#standbys). The pool asks while that
+    // session is not open, and when it is lost.
     position: positionRunner((sql) => listening.prepared(POSITION_STATEMENT, sql), run),
     standbys: readUrls.map((url) => ({
       label: standbyLabel(url),

@@ -12,7 +12,7 @@ export type RunStatement = (sql: string, parameters: readonly unknown[]) => Prom
  * For each `Kysely` that `createPostgresDatabase` made: how to run a statement on its pool
  * without Kysely's executor. `prepare()` runs its statements this way outside transactions.
  * Why: Kysely's executor (connection provider, query id, result transformation, the promises
- * between them) is a measurable share of a GET's CPU (bench/RESULTS.md, change 4 of issues 11
- * and 13); the statement, its connection, its read timer and its name are the same.
+ * between them) is a measurable share of a GET's CPU; the statement, its connection, its read timer
+ * and its name are the same.
  */
 export const DIRECT_STATEMENTS = new WeakMap<Kysely<Database>, RunStatement>();

@@ -54,9 +54,8 @@ function digitsAt(text: string, start: number, end: number): number {
 
 /**
  * The hot path: every timestamp of every row read goes through here, and a regular expression
- * with `Date` arithmetic was a visible share of a list request's CPU (bench/RESULTS.md,
- * "What was changed before issue 13", item 1). Reads the shape PostgreSQL prints for years
- * 100–9999 by character position; answers undefined for anything else, which
+ * with `Date` arithmetic was a visible share of a list request's CPU. Reads the shape PostgreSQL
+ * prints for years 100–9999 by character position; answers undefined for anything else, which
  * {@link readAnyShape} decides.
  */
 function readCommonShape(text: string): Date | undefined {

@@ -89,8 +89,8 @@ function toEvent(row: EventRow): PostChangeEvent {
  * transaction that notifies takes a database-wide lock from its notification until the end of
  * its commit, so that notifications are queued in commit order; one `NOTIFY` per change put
  * every write's commit (its WAL flush included) in one line, and cost writes about a third of
- * their throughput (bench/RESULTS.md, "What change events cost writes"). Only the sequencer
- * notifies now, once per batch.
+ * their throughput. Only the sequencer notifies, once per batch (the cost of events to writes:
+ * bench/RESULTS.md#events).
  *
  * {@link PostgresChangeEventLog.start} listens and numbers what is waiting; subscribers hear
  * of `post_events_numbered`. A change no process of the service woke for (made by an

@@ -25,12 +25,11 @@ export interface TrigramPendingListCleanerOptions {
  * `gin_pending_list_limit` (4 MB) merges the whole list into the index before it commits: tens to
  * hundreds of milliseconds. Every PATCH adds a row version with entries in both trigram indexes,
  * and the service answers concurrent updates with one statement (`owned-writes.ts`), so one merge
- * held back every update of that statement: the tail of PATCH's latency (bench/RESULTS.md, "Run
- * K"). While a merge runs, a writer that finds the list too long leaves it to that merge
- * instead of waiting (PostgreSQL takes the merge's lock conditionally for writers), so merging
- * often enough here keeps the lists short of the limit and the merges off the requests. Short
- * lists also keep searches fast: every search through a trigram index reads its whole pending
- * list ("Trigram indexes with a short pending list").
+ * held back every update of that statement: the tail of PATCH's latency. While a merge runs, a
+ * writer that finds the list too long leaves it to that merge instead of waiting (PostgreSQL takes
+ * the merge's lock conditionally for writers), so merging often enough here keeps the lists short
+ * of the limit and the merges off the requests. Short lists also keep searches fast: every search
+ * through a trigram index reads its whole pending list.
  *
  * Written by hand: a timer and one statement (`gin_clean_pending_list`); autovacuum also merges
  * the lists, but only when it vacuums the table, far too seldom under a stream of updates.

@@ -178,8 +178,8 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
     async up(db: AnyDatabase) {
       // With each post's version in the author index, an author's page read through the post
       // cache (ids and versions) is an index-only scan: one author's posts lie on as many heap
-      // pages as there are posts, and reading them cost PostgreSQL a third of such a page's CPU
-      // (bench/RESULTS.md). updated_at changes only with title or content, whose trigram indexes
+      // pages as there are posts, and reading them cost PostgreSQL a third of such a page's CPU.
+      // updated_at changes only with title or content, whose trigram indexes
       // make every such update touch all indexes already.
       await sql`CREATE INDEX posts_user_id_id_version_idx ON posts (user_id, id DESC) INCLUDE (updated_at)`.execute(
         db,
@@ -295,13 +295,13 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
       // the statement's transition tables, instead of one trigger call and one insert a row:
       // the service writes the creations and the updates asked at once with one statement
       // (repositories/posts/turn-batches.ts), and a row trigger's call, its insert's executor
-      // start-up and the author's lookup were paid once a post (bench/RESULTS.md, "Events
-      // written per statement"). The rows and their transaction are the same, and so is their
-      // order but within a statement, now that of its posts' ids (the order its creations took
-      // their ids): each statement's before the next statement's, and every post of a deleted user's
-      // through the cascade (PostgreSQL gathers a cascade's rows into the deleting statement's
-      // transition table and fires the trigger once). An update that changes nothing is still no
-      // change; a row's id never changes, which is what pairs its old and new versions.
+      // start-up and the author's lookup were paid once a post. The rows and their transaction are
+      // the same, and so is their order but within a statement, now that of its posts' ids (the
+      // order its creations took their ids): each statement's before the next statement's, and
+      // every post of a deleted user's through the cascade (PostgreSQL gathers a cascade's rows
+      // into the deleting statement's transition table and fires the trigger once). An update that
+      // changes nothing is still no change; a row's id never changes, which is what pairs its old
+      // and new versions.
       await sql`DROP TRIGGER posts_record_update ON posts`.execute(db);
       await sql`DROP TRIGGER posts_record_insert_delete ON posts`.execute(db);
       await sql`DROP FUNCTION post_events_record()`.execute(db);

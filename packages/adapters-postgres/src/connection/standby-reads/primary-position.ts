@@ -24,21 +24,17 @@ export const PRIMARY_POSITION_SQL =
  *
  * And the next statement is sent no sooner than `gatherMs` (default 1 ms) after the previous one
  * was answered, so that under a stream of reads each statement gathers those of a round trip
- * and a millisecond, not of a round trip alone: measured on the topology (bench/RESULTS.md,
- * "Position statements that gather a millisecond of reads"), the primary's CPU per standby read
- * fell from 0.36× to 0.24× of a read it serves itself (GET one), with no loss of throughput or
- * latency there. When the statements take longer than that to be answered (a busy primary, a
- * busy machine), the wait is twice as long as they take (their recent mean round trip), up to
- * `maxGatherMs` (default 10 ms): the busier the primary, the more reads each of its answers
- * serves, so that it answers these statements at most a third of the time, per process, and a
- * read waits for at most about four of their round trips (the statement in flight, the
- * gathering, its own). On a saturated topology this took the primary's CPU per standby read
- * from 0.19–0.28× (a wait of one round trip, up to 5 ms) to 0.18–0.22× of a read it serves
- * itself, throughput and latency unchanged within the rounds' spread (bench/RESULTS.md,
- * "Position statements that wait twice their round trip"). A read that finds the primary idle
- * for longer than that waits only for the end of the event loop's turn (`setImmediate`, as
- * DataLoader schedules its batches), so that the requests whose bytes arrived in the same turn
- * share one statement.
+ * and a millisecond, not of a round trip alone: on the topology this costs the primary a third less
+ * CPU per standby read, with no loss of throughput or latency (bench/RESULTS.md#standbys). When the
+ * statements take longer than that to be answered (a busy primary, a busy machine), the wait is
+ * twice as long as they take (their recent mean round trip), up to `maxGatherMs` (default 10 ms):
+ * the busier the primary, the more reads each of its answers serves, so that it answers these
+ * statements at most a third of the time, per process, and a read waits for at most about four of
+ * their round trips (the statement in flight, the gathering, its own). On a saturated topology this
+ * lowers and steadies the primary's CPU per standby read against a wait of one round trip, with
+ * throughput and latency unchanged. A read that finds the primary idle for longer than that waits
+ * only for the end of the event loop's turn (`setImmediate`, as DataLoader schedules its batches),
+ * so that the requests whose bytes arrived in the same turn share one statement.
  */
 export class PrimaryPosition {
   readonly #run: RunStatement;

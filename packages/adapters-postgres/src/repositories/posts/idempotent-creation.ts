@@ -82,7 +82,7 @@ const SWEEP_BATCH = 5000;
  * different (title, content) pairs hash the same input. Stored instead of a second copy of a
  * content of up to 16 MiB, and identical on every instance. The same bytes as PostgreSQL's
  * `sha256(int4send(octet_length(title)) || …)`, so a key hashed either way compares equal; hashed
- * here because the database's CPU is the scarcer one (bench/RESULTS.md).
+ * here because the database's CPU is the scarcer one.
  */
 function idempotencyFingerprint(title: string, content: string): Buffer {
   const titleLength = Buffer.byteLength(title, "utf8");
@@ -133,7 +133,7 @@ export class IdempotentCreation {
     // inserts. A key its author used before (or is using in a concurrent request) fails it on the
     // primary key, a gone author on a foreign key, and nothing of it stays; only then does the
     // general statement below run. It spares PostgreSQL the speculative insertion of ON CONFLICT,
-    // the author's lookup and the second look at the key (bench/RESULTS.md). A replay costs an
+    // the author's lookup and the second look at the key. A replay costs an
     // error (which PostgreSQL logs) and one statement more; replays are retries, and rare. The
     // error would abort an enclosing transaction: these statements run outside any.
     this.#createWithNewKey = prepare(db, (p: KeyedCreateValues) =>
@@ -149,7 +149,7 @@ export class IdempotentCreation {
         SELECT id AS created_id FROM inserted`.compile(db),
     );
     // The same for the creations asked in one turn of the event loop, as PlainCreation does
-    // without keys (bench/RESULTS.md, "Keyed creations in one statement"): one taken key or gone
+    // without keys: one taken key or gone
     // author fails the whole statement, nothing of it stays, and each creation is tried again
     // alone (writesTogether), where it fails as it would have alone. The ids are drawn in the
     // order asked. The keys are inserted in one order, whatever order they were asked in, so

@@ -90,7 +90,7 @@ export class OwnedWrites {
 
   // One statement each, whichever fields change and whether versions are expected: an absent
   // field keeps its value (COALESCE) and no versions match any; for an update by primary key
-  // this plans and runs as the statements written for each case did (bench/RESULTS.md).
+  // this plans and runs as a statement written for that one case would.
   constructor(db: Kysely<Database>) {
     this.#update = prepare(db, (p: UpdateValues) =>
       // UPDATE locks the row and, under concurrency, re-reads its newest version and re-checks the

@@ -37,7 +37,7 @@ export interface PageRead {
  * Why: a list request's own statement cost PostgreSQL, and the server's driver, more than the
  * twenty-one index entries it reads; under concurrent requests of the same page (the newest
  * page, above all) one statement now serves them all, and concurrent pages of different authors
- * or cursors share one round trip (bench/RESULTS.md, "Pages read together"). Nothing is cached:
+ * or cursors share one round trip. Nothing is cached:
  * each page's statement is sent after the page was asked for, so it sees every change committed
  * before then, as a statement of its own would (`turnBatches`, as `PostLookups`).
  */

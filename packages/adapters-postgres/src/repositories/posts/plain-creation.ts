@@ -29,10 +29,9 @@ interface ManyValues {
  * Creations asked for in one turn of the event loop go to the database as one statement, a lone
  * one as the plain insert: each statement costs PostgreSQL its round trip, parse of the message,
  * executor start-up and a commit (with its WAL flush), which outweigh the insert of a row, and
- * under concurrent creates one statement and one commit serve many (bench/RESULTS.md, "POST
- * and PATCH: concurrent writes in one statement"). A post is still answered only once its commit is
- * durable; the posts of one statement commit together, each with its own id, timestamps and
- * event; a failed statement is retried creation by creation (`writesTogether`).
+ * under concurrent creates one statement and one commit serve many. A post is still answered only
+ * once its commit is durable; the posts of one statement commit together, each with its own id,
+ * timestamps and event; a failed statement is retried creation by creation (`writesTogether`).
  */
 export class PlainCreation {
   readonly #one: PreparedStatement<CreateValues, PostRow>;

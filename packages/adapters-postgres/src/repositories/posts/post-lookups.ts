@@ -15,7 +15,7 @@ const MAX_BATCH = 128;
  * Why: a GET of one post is a statement of its own per request, and PostgreSQL's fixed cost per
  * statement (its round trip, parse of the message, executor start-up and the protocol's own
  * messages on both sides) outweighs the index lookup itself; under concurrent reads one
- * statement serves many (bench/RESULTS.md, "GET one: concurrent reads served by one statement").
+ * statement serves many.
  * Nothing is cached: each lookup's statement is sent after the lookup was asked for, so it sees
  * every change committed before then, as a statement of its own would.
  *

@@ -74,8 +74,8 @@ interface PageStatements {
 /**
  * Selects a post's columns in the shape of {@link PostRow}, the author's email as a scalar
  * subquery rather than a join: with a join, a cursor near the end of the index (few rows
- * estimated below it) could make the planner hash the whole users table and sort
- * (bench/RESULTS.md); this way each row costs one users_pkey lookup whatever the estimates.
+ * estimated below it) could make the planner hash the whole users table and sort;
+ * this way each row costs one users_pkey lookup whatever the estimates.
  * The foreign key guarantees the user.
  */
 function withAuthorEmail(query: SelectQueryBuilder<Database, "posts", object>) {
@@ -175,7 +175,7 @@ export class ReadStatements {
   // term, so a search statement is planned for its values every time (unnamed): a generic plan
   // would walk the whole table for a rare term, or build a bitmap of every post for a common one.
   // The limit is written into the statement, not bound: with LIMIT $n PostgreSQL cannot price a
-  // generic plan and plans the statement afresh at every execution (bench/RESULTS.md). So there
+  // generic plan and plans the statement afresh at every execution. So there
   // is a set of statements per page size, made on first use; sizes are few (1 to 100).
   #pageStatements(limit: number | undefined): PageStatements {
     const db = this.#db;

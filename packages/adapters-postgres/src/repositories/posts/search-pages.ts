@@ -25,7 +25,7 @@ const DEFAULT_INDEX_STEP_MS = 50;
  * again, or a moment's load: on ten million posts, the first sixteen pages of a rare term at once
  * on a fresh instance (each step planned, its heap pages read into PostgreSQL's buffers, two cores)
  * ran past 50 ms, and when a term then went without the step for a minute, every page of that
- * minute walked 3,000 posts and came back short (bench/RESULTS.md). A step a second tells the two
+ * minute walked 3,000 posts and came back short. A step a second tells the two
  * apart, and costs a term whose lists are long one step's time a second; no page takes more than
  * one step either way.
  */
@@ -47,7 +47,7 @@ const RARE_TERMS = 1000;
  * most the budget, so a step of it that runs long is waiting for a core (or a lock), not reading
  * more. Without this, overload fed itself: on ten million posts, sixteen pages of a rare term at
  * once on two cores kept each step waiting past 50 ms, the term went without the step, and each
- * of its pages walked 3,000 posts instead, twice the step's work (bench/RESULTS.md).
+ * of its pages walked 3,000 posts instead, twice the step's work.
  */
 const RARE_STEP_PATIENCE = 5;
 
@@ -93,7 +93,7 @@ interface Walked {
 /**
  * The first walk of a page that may take the trigram step reads this share of the budget (one
  * tenth: 300 posts of 3,000): enough for a page of a term in one post in 15 or more, little for a
- * rare term, whose page the step then fills without the rest of the walk (bench/RESULTS.md).
+ * rare term, whose page the step then fills without the rest of the walk.
  */
 const FIRST_WALK_SHARE = 10;
 
@@ -140,11 +140,11 @@ export function stepBeforeWalk(found: number, read: number, below: number, budge
  * Why not the trigram indexes alone, as `listPage` searches: a bitmap of a term reads the posting
  * lists of all its trigrams over the whole table, so its cost follows how common the term's
  * trigrams are, not the page (half a second for a term whose trigrams are in every post; more for
- * several such trigrams that never occur together; bench/RESULTS.md), and only a timeout stops it.
+ * several such trigrams that never occur together), and only a timeout stops it.
  *
  * Both steps match in the "C" collation, which folds ASCII letters only, as the port's narrowest
  * reading and the in-memory store do: in a database of another locale ILIKE lower-cases each post
- * whole through that locale, about twice the CPU per post read (bench/RESULTS.md), and its
+ * whole through that locale, about twice the CPU per post read, and its
  * folding of other letters would depend on how the database was made.
  */
 export class SearchPages {
@@ -302,7 +302,7 @@ export class SearchPages {
    * No JIT and no parallel workers: the plan made without the term prices the bitmap at a share
    * of the whole table, so on ten million posts it crossed `jit_above_cost` and the parallel
    * thresholds, and compiling the step took 70–115 ms, past its time, for a step that runs in
-   * a few (bench/RESULTS.md). The step's work is bounded by the budget; neither can pay there.
+   * a few. The step's work is bounded by the budget; neither can pay there.
    */
   async #fromTheIndex(
     query: SearchPageQuery,
@@ -375,12 +375,12 @@ export class SearchPages {
 
   // `id + 0` and the settings leave the bitmap as the only plan: a walk of the primary key
   // filtered row by row is what the step exists to avoid. With them, the plan made without the
-  // values (`force_generic_plan`) is the one made for any term (bench/RESULTS.md), and a named
+  // values (`force_generic_plan`) is the one made for any term, and a named
   // statement keeps it: no planning per page. The index is matched in the database's collation,
   // which it was built in, and each candidate again in "C", as the walk. The matches are counted
   // and ordered by id alone, and only the page's posts are read whole: every match passes through
   // the count, and carrying its title and content there cost a tenth of the step on ten million
-  // posts (bench/RESULTS.md). The count's row carries every match's id, newest first, for the
+  // posts. The count's row carries every match's id, newest first, for the
   // term's next pages (`SearchResults`).
   #step(byAuthor: boolean) {
     const db = this.#db;
@@ -464,7 +464,7 @@ export class SearchPages {
   }
 
   // The limit and the budget are written into the statement, not bound: with LIMIT $n
-  // PostgreSQL cannot price a generic plan and plans afresh at every execution (bench/RESULTS.md).
+  // PostgreSQL cannot price a generic plan and plans afresh at every execution.
   #statement(budget: number, limit: number, before: boolean, byAuthor: boolean) {
     const db = this.#db;
     const posts = sql.lit(budget);

@@ -75,7 +75,7 @@ export interface Taken {
  * or one below a cursor) reads its posts by id, and the position of the posts in the same
  * statement, instead of the step's count of every match below the cursor. That count grows with
  * the table (a term in one post in 10,000 has 100 matches on a million posts and 1,000 on ten
- * million, each a heap visit), a page of stored matches does not (bench/RESULTS.md).
+ * million, each a heap visit), a page of stored matches does not.
  *
  * Fresh by construction, on one instance or many, and on a hot standby: the position is read
  * before the step and stored with its matches, and a page is answered from them only when the
