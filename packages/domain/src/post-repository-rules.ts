@@ -69,8 +69,7 @@ export function selectPage<P extends Pick<Post, "id" | "author" | "title" | "con
 /**
  * How many posts a search page reads at most, by default, in a store that bounds it by posts
  * read (`PostRepository.searchPage`): a full page of 20 for any term in one post in 150 or more,
- * while a page that reads them all stays within tens of milliseconds on PostgreSQL
- * (bench/RESULTS.md).
+ * while a page that reads them all stays within tens of milliseconds on PostgreSQL.
  */
 export const DEFAULT_SEARCH_BUDGET = 3000;
 
