@@ -295,9 +295,8 @@ class Relay {
    * An acknowledgement per message, as `js.publish` asks, made the NATS server build, and the
    * relay receive, parse and match, one reply per event; without them (and with the bodies
    * encoded by `Buffer.from`) the NATS server spends two fifths less CPU per event and the relay
-   * a fifth less (bench/RESULTS.md, "The relay's acknowledgements"). Core publishes are used, not
-   * `js.publish`, for the same protocol without a request's timer, promise and inbox entry per
-   * event ("Where a write's CPU goes").
+   * a fifth less (bench/RESULTS.md#events). Core publishes are used, not `js.publish`, for the
+   * same protocol without a request's timer, promise and inbox entry per event.
    */
   async #publishBatch(
     connection: NatsConnection,
