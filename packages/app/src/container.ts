@@ -57,8 +57,9 @@ export const TOKENS = {
   userRepository: Symbol("UserRepository") as InjectionToken<UserRepository>,
   attemptCounter: Symbol("AttemptCounter") as InjectionToken<AttemptCounter>,
   /**
-   * Every change of a post, numbered for the whole service (CONTRACT §12). Started by `serve`
-   * before the server listens (it listens for notifications and runs the sequencer), closed after.
+   * Every change of a post, numbered for the whole service (docs/change-events.md#the-events).
+   * Started by `serve` before the server listens (it listens for notifications and runs the
+   * sequencer), closed after.
    */
   changeEvents: Symbol("ChangeEventLog") as InjectionToken<PostgresChangeEventLog>,
   /**

@@ -4,9 +4,9 @@ import type { LogLevel } from "./config.js";
 
 /**
  * Log paths whose values are replaced before a line is written: credentials in request headers
- * and any password, hash or secret a log call might carry (CONTRACT §3: no log line carries a
- * password or a hash). Fastify's default request serializer logs no headers; this is the net
- * under it, for a serializer or a log call that does.
+ * and any password, hash or secret a log call might carry (docs/operations.md#logs: no log line
+ * carries a password or a hash). Fastify's default request serializer logs no headers; this is the
+ * net under it, for a serializer or a log call that does.
  */
 export const REDACTED_PATHS: readonly string[] = [
   'req.headers["x-auth-token"]',

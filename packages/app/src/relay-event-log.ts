@@ -17,7 +17,7 @@ export interface NumberedEventSource<E> {
  * one read of `lastNumber`: so a wait knows at once whether the log has moved past `after`,
  * without a statement. A subscription made per wait would have to ask `lastNumber` each time for
  * what was numbered between the relay's read and the subscription: one more statement per batch
- * for the database, under a steady stream of writes (bench/RESULTS.md, "The relay's reads").
+ * for the database, under a steady stream of writes (bench/RESULTS.md#events).
  * The subscription lasts as long as the log; the log drops its listeners when it closes.
  */
 export function relayEventLogOf<E>(

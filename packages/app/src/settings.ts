@@ -40,9 +40,9 @@ const MIB = 1_048_576;
 export const DEFAULT_EVENTS_RETENTION_MS = 604_800_000;
 
 /**
- * The JWT key length floor of CONTRACT §4, the same as the HTTP adapter's `MIN_SECRET_BYTES`
- * (a test holds them equal). Not imported from there: refusing a bad configuration should not
- * cost loading the whole web stack first.
+ * The JWT key length floor (docs/authentication.md#rotating-the-signing-key), the same as the HTTP
+ * adapter's `MIN_SECRET_BYTES` (a test holds them equal). Not imported from there: refusing a bad
+ * configuration should not cost loading the whole web stack first.
  */
 export const MIN_JWT_SECRET_BYTES = 32;
 

@@ -5,11 +5,12 @@ import { claimsFor, type Post, systemClock } from "@posts/domain";
 import { aUser, FakePasswordHasher } from "@posts/domain/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
-// The one suite that holds the wire form of a post (CONTRACT §1) to a single definition: for the
-// same posts, GET by id, every list page, every search page and PATCH write each post with the
-// same bytes, in every time zone below, with the post cache off, reading pages in full, and
-// reading them through the cache both cold and warm; and those bytes are what an independent
-// reference (JSON.stringify of the contract's fields in its order, timestamps from Intl) writes.
+// The one suite that holds the wire form of a post (docs/posts.md#a-post-on-the-wire) to a single
+// definition: for the same posts, GET by id, every list page, every search page and PATCH write
+// each post with the same bytes, in every time zone below, with the post cache off, reading pages
+// in full, and reading them through the cache both cold and warm; and those bytes are what an
+// independent reference (JSON.stringify of the contract's fields in its order, timestamps from
+// Intl) writes.
 
 const SECRET = "wire-format-test-secret-0123456789abcdef";
 const ISSUER = "wire-format-test";

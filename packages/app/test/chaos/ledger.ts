@@ -1,4 +1,4 @@
-/** A post in the wire format (CONTRACT §1). */
+/** A post in the wire format (docs/posts.md#a-post-on-the-wire). */
 export interface PostJson {
   readonly id: number;
   readonly title: string;
@@ -8,7 +8,7 @@ export interface PostJson {
   readonly user: { readonly id: number; readonly email: string };
 }
 
-/** A change event as the feed and the stream carry it (CONTRACT §12). */
+/** A change event as the feed and the stream carry it (docs/change-events.md#the-events). */
 export interface CloudEvent {
   readonly specversion: string;
   readonly id: string;

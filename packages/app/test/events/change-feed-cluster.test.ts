@@ -13,10 +13,10 @@ interface CloudEvent {
   readonly data: { readonly id: number; readonly title?: string; readonly updatedAt?: string };
 }
 
-// CONTRACT §12: one sequence for the whole service, whatever instance made the change. Each
-// instance hears of most numbers after its streams have read them (another instance numbered
-// them, or a later read overtook the notification): the case that once left an instance's
-// streams asleep while its pages were right (issue 18; the hub's own test pins it down).
+// docs/change-events.md#the-events: one sequence for the whole service, whatever instance made
+// the change. Each instance hears of most numbers after its streams have read them (another
+// instance numbered them, or a later read overtook the notification): a case that can leave an
+// instance's streams asleep while its pages are right (the hub's own test pins it down).
 describeOnPostgres("the change feed of three instances on one PostgreSQL database", () => {
   const cluster = useCluster({ size: 3 });
 

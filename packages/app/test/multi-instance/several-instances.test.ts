@@ -12,7 +12,8 @@ interface PostJson {
   readonly content: string;
 }
 
-// CONTRACT §10: nothing a client observes depends on which instance answers.
+// docs/operations.md#several-instances: nothing a client observes depends on which instance
+// answers.
 describeOnPostgres("three instances on one PostgreSQL database, behind a round-robin balancer", () => {
   const cluster = useCluster({ size: 3, env: { LOGIN_THROTTLE_MAX: String(LOGIN_THROTTLE_MAX) } });
   const client = () => cluster().client;

@@ -7,10 +7,10 @@ const STRONG = /^"[\x21\x23-\x7e]+"$/;
 const WEAK = /^W\/"[\x21\x23-\x7e]+"$/;
 
 /**
- * What a client of CONTRACT §7–§9 does, through the real service: an idempotent retry of a
- * creation (replayed, then 422 for other text), revalidation of a post and of a page with their
- * ETags (304), a conditional PATCH (412 on a stale tag, then 200), a conditional DELETE, and a
- * search paged through its Link.
+ * What a client of docs/conditional-requests.md, docs/idempotency.md and docs/posts.md#search does,
+ * through the real service: an idempotent retry of a creation (replayed, then 422 for other text),
+ * revalidation of a post and of a page with their ETags (304), a conditional PATCH (412 on a stale
+ * tag, then 200), a conditional DELETE, and a search paged through its Link.
  */
 export async function walkThroughConditionalRequests(baseUrl: string): Promise<void> {
   const api = (path: string, init: RequestInit = {}) => fetch(new URL(path, baseUrl), init);

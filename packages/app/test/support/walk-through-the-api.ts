@@ -23,9 +23,9 @@ interface Post {
 
 /**
  * One user's whole life through the real service, checking the wire format of every answer
- * (CONTRACT §1–§3): register, log in, create three posts, page through them, read one,
- * patch it, delete it, delete the user. Timestamps are read in `utcOffset` (e.g. "+09:00" for
- * APP_TIME_ZONE=Asia/Seoul) and must be within a minute of now.
+ * (docs/posts.md, docs/authentication.md): register, log in, create three posts, page through them,
+ * read one, patch it, delete it, delete the user. Timestamps are read in `utcOffset` (e.g. "+09:00"
+ * for APP_TIME_ZONE=Asia/Seoul) and must be within a minute of now.
  */
 export async function walkThroughTheApi(baseUrl: string, utcOffset: string): Promise<WalkResult> {
   const api = (path: string, init: RequestInit = {}) => fetch(`${baseUrl}${path}`, init);
