@@ -28,7 +28,7 @@ export type ParsedArguments =
 /** What `--help` prints. */
 export const USAGE = `Usage: posts-conformance --base-url <url> [options]
 
-Checks a running posts service against its contract (CONTRACT.md), over HTTP only.
+Checks a running posts service against the contract docs/ states, over HTTP only.
 Creates its own users (random emails), deletes them at the end (their posts go with them).
 
 Options:

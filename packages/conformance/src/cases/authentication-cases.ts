@@ -5,7 +5,7 @@ import { LOGIN, POSTS, USER } from "../support/fixture.js";
 import { type Claims, handMadeToken, INVALID_TOKEN, TokenForge } from "../support/token-forge.js";
 import { expectPageReply, expectPostReply, expectUserReply } from "../support/wire-shapes.js";
 
-const section = "§4 Authentication";
+const section = "docs/authentication.md#using-the-token";
 
 /** A token must be refused (401 {error}) on a protected endpoint and on a public one alike. */
 async function expectRefused(api: ApiClient, token: string): Promise<void> {
@@ -37,7 +37,7 @@ function claimsOf(user: { readonly id: number; readonly email: string }, issuer:
   return TokenForge.withRandomKey(issuer).claimsFor(user);
 }
 
-/** §4: where a token travels, and every way it can be invalid. */
+/** docs/authentication.md#using-the-token: where a token travels, and every way it can be invalid. */
 export const authenticationCases: readonly ConformanceCase[] = [
   {
     section,

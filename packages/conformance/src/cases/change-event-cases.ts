@@ -16,7 +16,7 @@ import {
 import { POSTS, USER } from "../support/fixture.js";
 import { expectPost, expectPostReply } from "../support/wire-shapes.js";
 
-const section = "§12 Change events";
+const section = "docs/change-events.md";
 const EVENTS = "/api/v1/posts/events";
 const CLOUD_EVENT_KEYS = [
   "specversion",
@@ -43,7 +43,7 @@ interface CloudEvent {
   readonly data: Record<string, unknown>;
 }
 
-/** Fails unless `value` is a §12 CloudEvent; answers it. */
+/** Fails unless `value` is a CloudEvent as docs/change-events.md#the-events describes it; answers it. */
 function expectCloudEvent(value: unknown, what: string): CloudEvent {
   const event = objectOf(value, what);
   expectKeys(event, CLOUD_EVENT_KEYS, what);
@@ -226,7 +226,7 @@ async function readStream(
   }
 }
 
-/** §12: GET /api/v1/posts/events, as JSON pages and as Server-Sent Events. */
+/** docs/change-events.md: GET /api/v1/posts/events, as JSON pages and as Server-Sent Events. */
 export const changeEventCases: readonly ConformanceCase[] = [
   {
     section,

@@ -20,7 +20,7 @@ import { MISSING_POST_ID, POSTS } from "../support/fixture.js";
 import { INVALID_TOKEN } from "../support/token-forge.js";
 import { expectPageReply, expectPostReply } from "../support/wire-shapes.js";
 
-const section = "§7 Conditional requests";
+const section = "docs/conditional-requests.md";
 const STRONG_TAG = /^"[\x21\x23-\x7e\x80-\xff]*"$/;
 const ANY_TAG = /^(W\/)?"[\x21\x23-\x7e\x80-\xff]*"$/;
 
@@ -52,7 +52,7 @@ function expectNotModified(reply: Reply, tag: string): void {
 
 const strip = (tag: string) => tag.replace(/^W\//, "");
 
-/** §7: entity tags, If-None-Match on reads, If-Match on writes. */
+/** docs/conditional-requests.md: entity tags, If-None-Match on reads, If-Match on writes. */
 export const conditionalRequestCases: readonly ConformanceCase[] = [
   {
     section,
@@ -284,7 +284,7 @@ export const conditionalRequestCases: readonly ConformanceCase[] = [
   },
   {
     section,
-    name: "without If-Match, PATCH and DELETE succeed as §2 says (never 428)",
+    name: "without If-Match, PATCH and DELETE succeed as docs/posts.md says (never 428)",
     async run({ api, fixture }) {
       const writer = await fixture.shared("writer");
       const id = await fixture.createPost(writer);

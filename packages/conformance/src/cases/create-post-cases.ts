@@ -13,9 +13,9 @@ import { POSTS, USER } from "../support/fixture.js";
 import { INVALID_TOKEN } from "../support/token-forge.js";
 import { expectPostReply, postIdOfLocation } from "../support/wire-shapes.js";
 
-const section = "§2 POST /api/v1/posts";
+const section = "docs/posts.md#create-post-apiv1posts";
 
-/** §2: creation and every numbered step of its order of outcomes. */
+/** docs/posts.md#create-post-apiv1posts: creation and every numbered step of its order of outcomes. */
 export const createPostCases: readonly ConformanceCase[] = [
   {
     section,

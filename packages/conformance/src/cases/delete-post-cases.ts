@@ -5,9 +5,9 @@ import { MISSING_POST_ID, POSTS } from "../support/fixture.js";
 import { INVALID_TOKEN } from "../support/token-forge.js";
 import { expectPostReply } from "../support/wire-shapes.js";
 
-const section = "§2 DELETE /api/v1/posts/<id>";
+const section = "docs/posts.md#delete-delete-apiv1postsid";
 
-/** §2: deletion, in the order PATCH has without the body checks. */
+/** docs/posts.md#delete-delete-apiv1postsid: deletion, in the order PATCH has without the body checks. */
 export const deletePostCases: readonly ConformanceCase[] = [
   {
     section,

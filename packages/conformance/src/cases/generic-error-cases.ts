@@ -13,7 +13,7 @@ import {
 import { LOGIN, POSTS, USER } from "../support/fixture.js";
 import { INVALID_TOKEN } from "../support/token-forge.js";
 
-const section = "§5 Generic errors";
+const section = "docs/errors.md";
 
 /** Fails unless a 405 reply's Allow lists every method in `allowed` and not the one refused. */
 function expectAllow(
@@ -104,7 +104,7 @@ function earlyAnswer(
   };
 }
 
-/** §5: the envelopes of generic errors, 404/405/415/413, and answers given before the body is read. */
+/** docs/errors.md: the envelopes of generic errors, 404/405/415/413, and answers given before the body is read. */
 export const genericErrorCases: readonly ConformanceCase[] = [
   {
     section,

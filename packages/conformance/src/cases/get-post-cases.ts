@@ -4,9 +4,9 @@ import { expectEnvelope, expectEqual, expectText } from "../support/expectations
 import { POSTS } from "../support/fixture.js";
 import { expectPostReply } from "../support/wire-shapes.js";
 
-const section = "§2 GET /api/v1/posts/<id>";
+const section = "docs/posts.md#read-one-get-apiv1postsid";
 
-/** §2: reading one post, and ids that name none. */
+/** docs/posts.md#read-one-get-apiv1postsid: reading one post, and ids that name none. */
 export const getPostCases: readonly ConformanceCase[] = [
   {
     section,

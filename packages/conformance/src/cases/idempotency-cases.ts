@@ -14,7 +14,7 @@ import { type Fixture, POSTS, type TestUser, USER } from "../support/fixture.js"
 import { INVALID_TOKEN } from "../support/token-forge.js";
 import { postIdOfLocation } from "../support/wire-shapes.js";
 
-const section = "§8 Idempotent creation";
+const section = "docs/idempotency.md";
 const REPLAYED = "idempotent-replayed";
 // Visible ASCII (0x21–0x7E) only; fetch refuses anything above 0xFF, and "é" goes out as one byte 0xE9.
 const INVALID_KEYS: readonly { readonly label: string; readonly key: string }[] = [
@@ -45,7 +45,7 @@ async function countOf(fixture: Fixture, user: TestUser): Promise<number> {
   return (await fixture.postsOf(user)).length;
 }
 
-/** §8: the Idempotency-Key header of POST /api/v1/posts. */
+/** docs/idempotency.md: the Idempotency-Key header of POST /api/v1/posts. */
 export const idempotencyCases: readonly ConformanceCase[] = [
   {
     section,

@@ -5,7 +5,7 @@ import { type Fixture, POSTS, type TestUser, USER } from "../support/fixture.js"
 import { nextLinkOf } from "../support/next-link.js";
 import { expectPageReply, type PageJson } from "../support/wire-shapes.js";
 
-const section = "§2 GET /api/v1/posts (keyset pages)";
+const section = "docs/posts.md#pages-get-apiv1posts";
 
 /** A user of its own with `count` posts; answers the user and the ids, newest first. */
 async function authorWithPosts(
@@ -53,7 +53,7 @@ async function walk(
 
 const idsOf = (pages: readonly PageJson[]) => pages.flatMap((page) => page.content.map((post) => post.id));
 
-/** §2: keyset pages, their cursors and links, and invalid parameters. */
+/** docs/posts.md#pages-get-apiv1posts: keyset pages, their cursors and links, and invalid parameters. */
 export const pageCases: readonly ConformanceCase[] = [
   {
     section,

@@ -17,9 +17,9 @@ import { MISSING_POST_ID, POSTS } from "../support/fixture.js";
 import { INVALID_TOKEN } from "../support/token-forge.js";
 import { expectPostReply } from "../support/wire-shapes.js";
 
-const section = "§2 PATCH /api/v1/posts/<id>";
+const section = "docs/posts.md#change-patch-apiv1postsid";
 
-/** §2: modification and every numbered step of its order of outcomes. */
+/** docs/posts.md#change-patch-apiv1postsid: modification and every numbered step of its order of outcomes. */
 export const patchPostCases: readonly ConformanceCase[] = [
   {
     section,

@@ -6,12 +6,12 @@ import { expectBodyRefused, expectEmpty, expectEqual, expectFieldErrors } from "
 import { POSTS } from "../support/fixture.js";
 import { expectPostReply, postIdOfLocation } from "../support/wire-shapes.js";
 
-const section = "§2 Validation of title and content";
+const section = "docs/posts.md#title-and-content-the-rules";
 const BLANKS = ["", " ", "\u3000", "\t\r\n", "\u00a0\u2003", "\u0085", UNICODE_WHITE_SPACE];
 const NOT_STRINGS: readonly unknown[] = [123, true, ["x"], { text: "x" }];
 const EMOJI = "😀";
 
-/** Bodies that are not a JSON object the service can take, each as sent (§2). */
+/** Bodies that are not a JSON object the service can take, each as sent (docs/posts.md#title-and-content-the-rules). */
 const REFUSED_BODIES: readonly { readonly label: string; readonly body: string }[] = [
   { label: "malformed JSON", body: '{"title": "t", "content": ' },
   { label: "an empty body", body: "" },
@@ -36,7 +36,7 @@ async function expectRefusedAsEither(api: ApiClient, token: string, value: unkno
   ]);
 }
 
-/** §2: what a title and a content may be, on POST and on PATCH. */
+/** docs/posts.md#title-and-content-the-rules: what a title and a content may be, on POST and on PATCH. */
 export const postValidationCases: readonly ConformanceCase[] = [
   {
     section,

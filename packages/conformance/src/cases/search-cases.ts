@@ -5,7 +5,7 @@ import { type Fixture, POSTS, type TestUser } from "../support/fixture.js";
 import { nextLinkOf } from "../support/next-link.js";
 import { expectPageReply } from "../support/wire-shapes.js";
 
-const section = "§9 Search";
+const section = "docs/posts.md#search";
 
 /** Creates the posts in order (oldest first) and answers their ids. */
 async function postsOf(
@@ -33,7 +33,7 @@ async function searchIds(api: ApiClient, query: Readonly<Record<string, string>>
 
 const newestFirst = (ids: readonly number[]) => [...ids].sort((a, b) => b - a);
 
-/** §9: GET /api/v1/posts?q=. Every term is unique to this run, so other data never matches. */
+/** docs/posts.md#search: GET /api/v1/posts?q=. Every term is unique to this run, so other data never matches. */
 export const searchCases: readonly ConformanceCase[] = [
   {
     section,

@@ -18,7 +18,7 @@ import { LOGIN, POSTS, USER } from "../support/fixture.js";
 import { decodeHeader, decodePayload, INVALID_TOKEN } from "../support/token-forge.js";
 import { expectPageReply, expectUserReply } from "../support/wire-shapes.js";
 
-const section = "§3 Users";
+const section = "docs/authentication.md";
 
 /** An address of exactly `length` characters: `local`, then domain labels of at most 63 letters. */
 function emailOfLength(local: string, length: number): string {
@@ -33,7 +33,7 @@ function emailOfLength(local: string, length: number): string {
   return `${local}${"l".repeat(budget)}@${[...labels, suffix].join(".")}`;
 }
 
-/** §3: registration, login, one's own account, its deletion, and the login throttle. */
+/** docs/authentication.md: registration, login, one's own account, its deletion, and the login throttle. */
 export const userCases: readonly ConformanceCase[] = [
   {
     section,
@@ -98,7 +98,7 @@ export const userCases: readonly ConformanceCase[] = [
   },
   {
     section,
-    name: 'login → 200 {"tokenType": "Bearer", token, expiresIn}; the token is HS256 with the §4 claims',
+    name: 'login → 200 {"tokenType": "Bearer", token, expiresIn}; the token is HS256 with the claims of docs/authentication.md#what-the-token-holds',
     async run({ api, fixture, options }) {
       const user = await fixture.register("login");
       const reply = await api.post(LOGIN, { json: { email: user.email, password: user.password } });

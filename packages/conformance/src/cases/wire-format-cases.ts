@@ -4,11 +4,11 @@ import { LOGIN, POSTS, USER } from "../support/fixture.js";
 import { wallClockNow, wallClockOf } from "../support/wall-clock.js";
 import { expectNoSecrets, expectPageReply, expectPostReply } from "../support/wire-shapes.js";
 
-const section = "§1 Wire format of a post";
+const section = "docs/posts.md#a-post-on-the-wire";
 // Far below the smallest gap between two zones' offsets (15 minutes), far above any sane clock drift.
 const CLOCK_TOLERANCE_MS = 5 * 60_000;
 
-/** §1: the exact shape of a post wherever one travels, timestamps, and no secrets. */
+/** docs/posts.md#a-post-on-the-wire: the exact shape of a post wherever one travels, timestamps, and no secrets. */
 export const wireFormatCases: readonly ConformanceCase[] = [
   {
     section,

@@ -33,9 +33,10 @@ const GIVE_UP_MS = 60_000;
 /**
  * Sends a request with a large body on a raw connection, without `Expect: 100-continue`, as a
  * client that does not wait for permission would: the body goes out in 256 KiB chunks, and
- * sending stops as soon as the whole answer has arrived (CONTRACT §5: an answer decided before
- * the body was read must still reach such a client, never a reset connection). Resolves with
- * what arrived; never rejects.
+ * sending stops as soon as the whole answer has arrived
+ * (docs/errors.md#answers-before-the-body-has-arrived: an answer decided before the body was read
+ * must still reach such a client, never a reset connection). Resolves with what arrived; never
+ * rejects.
  */
 export function sendLargeBody(origin: URL, request: LargeBodyRequest): Promise<LargeBodyExchange> {
   return new Promise((resolve) => {

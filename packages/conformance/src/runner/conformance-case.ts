@@ -17,7 +17,8 @@ export interface CaseContext {
  * when it rejects (a `Mismatch` says what was expected and what came back).
  */
 export interface ConformanceCase {
-  /** The contract section it checks, e.g. `§2 POST /api/v1/posts`; cases are grouped under it. */
+  /** The docs page and heading it checks, e.g. `docs/posts.md#create-post-apiv1posts`; cases are
+   * grouped under it. */
   readonly section: string;
   /** What the deployment must do, as a sentence. */
   readonly name: string;

@@ -23,6 +23,6 @@ export function chunkedStream(text: string): ReadableStream<Uint8Array> {
   });
 }
 
-/** Every Unicode White_Space character: a title or content made of them is blank (§2). */
+/** Every Unicode White_Space character: a title or content made of them is blank (docs/posts.md#title-and-content-the-rules). */
 export const UNICODE_WHITE_SPACE =
   "\t\n\u000b\f\r \u0085\u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000";

@@ -3,13 +3,13 @@ import { inspect, isDeepStrictEqual } from "node:util";
 import type { Reply } from "../http/api-client.js";
 import { Mismatch } from "../runner/mismatch.js";
 
-/** The contract's timestamp format (§1): local date-time with milliseconds, no zone. */
+/** The timestamp format of docs/posts.md#a-post-on-the-wire: local date-time with milliseconds, no zone. */
 export const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}$/;
-/** Content type of every JSON error and of validation envelopes (§2, §4, §5). */
+/** Content type of every JSON error and of validation envelopes (docs/errors.md#the-envelope). */
 export const JSON_UTF8 = "application/json; charset=utf-8";
-/** Content type of the 404 and 401 texts of the posts endpoints (§2). */
+/** Content type of the 404 and 401 texts of the posts endpoints (docs/errors.md#every-status). */
 const TEXT_UTF8 = "text/plain; charset=utf-8";
-/** The properties an error envelope may have (§5). */
+/** The properties an error envelope may have (docs/errors.md#the-envelope). */
 const ENVELOPE_KEYS = new Set(["timestamp", "status", "error", "path", "message", "errors"]);
 
 /** Shows a value in a failure report, shortened. */
@@ -97,7 +97,8 @@ export function expectText(reply: Reply, status: number, text: string): void {
 
 /**
  * Fails unless the reply is `status` with `application/json; charset=utf-8` and a body of
- * exactly one property, `error`, a non-empty string (§4). Answers the message.
+ * exactly one property, `error`, a non-empty string
+ * (docs/authentication.md#invalid-tokens-401-on-every-path). Answers the message.
  */
 export function expectErrorJson(reply: Reply, status = 401): string {
   expectStatus(reply, status);
@@ -113,7 +114,7 @@ export function expectErrorJson(reply: Reply, status = 401): string {
   return body.error as string;
 }
 
-/** An error envelope as §5 defines it. */
+/** An error envelope as docs/errors.md#the-envelope defines it. */
 export interface Envelope {
   readonly timestamp: string;
   readonly status: number;
@@ -124,7 +125,7 @@ export interface Envelope {
 }
 
 /**
- * Fails unless the reply is the §5 envelope of `status`: JSON with charset, `timestamp` in the
+ * Fails unless the reply is the envelope of `status`: JSON with charset, `timestamp` in the
  * contract's format, `status`, `error` the reason phrase of `http.STATUS_CODES`, `path` the
  * request path without its query, and nothing but `message` and `errors` besides (no stack,
  * no SQL). Answers the envelope.
@@ -161,7 +162,8 @@ export function expectEnvelope(reply: Reply, status: number, path: string): Enve
 
 /**
  * Fails unless the reply is a 400 envelope for a body the service could not take as an object
- * (malformed, empty, not an object, prototype keys): a `message` and no `errors` (§2).
+ * (malformed, empty, not an object, prototype keys): a `message` and no `errors`
+ * (docs/errors.md#the-envelope).
  */
 export function expectBodyRefused(reply: Reply, path: string): void {
   const envelope = expectEnvelope(reply, 400, path);

@@ -2,8 +2,9 @@ import type { Reply } from "../http/api-client.js";
 import { expectThat } from "./expectations.js";
 
 /**
- * The target of the reply's `Link: <absolute URL>; rel="next"` (§2), or `null` when it has no
- * such link. Fails when a Link header is there but its next target is not an absolute URL.
+ * The target of the reply's `Link: <absolute URL>; rel="next"`
+ * (docs/posts.md#pages-get-apiv1posts), or `null` when it has no such link. Fails when a Link
+ * header is there but its next target is not an absolute URL.
  */
 export function nextLinkOf(reply: Reply): URL | null {
   const header = reply.headers.get("link");

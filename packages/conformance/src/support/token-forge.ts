@@ -27,7 +27,7 @@ export class TokenForge {
     return new TokenForge(new Uint8Array(randomBytes(32)), issuer);
   }
 
-  /** The claims the service itself puts in a token for `user` (§4), valid for the next hour. */
+  /** The claims the service itself puts in a token for `user` (docs/authentication.md#what-the-token-holds), valid for the next hour. */
   claimsFor(user: { readonly id: number; readonly email: string }): Claims {
     const now = Math.floor(Date.now() / 1000);
     return {

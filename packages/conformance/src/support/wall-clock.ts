@@ -2,7 +2,8 @@ const formats = new Map<string, Intl.DateTimeFormat>();
 
 /**
  * Now, as the wall clock of `timeZone` shows it, read as if it were UTC: comparable with
- * `Date.parse(timestamp + "Z")` of a zone-less timestamp written in that zone (§1).
+ * `Date.parse(timestamp + "Z")` of a zone-less timestamp written in that zone
+ * (docs/posts.md#a-post-on-the-wire).
  */
 export function wallClockNow(timeZone: string): number {
   let format = formats.get(timeZone);

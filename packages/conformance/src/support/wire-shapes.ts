@@ -10,7 +10,7 @@ import {
   TIMESTAMP,
 } from "./expectations.js";
 
-/** A post as §1 puts it on the wire. */
+/** A post as docs/posts.md#a-post-on-the-wire puts it on the wire. */
 export interface PostJson {
   readonly id: number;
   readonly title: string;
@@ -20,14 +20,14 @@ export interface PostJson {
   readonly user: { readonly id: number; readonly email: string };
 }
 
-/** A page of the listing (§2). */
+/** A page of the listing (docs/posts.md#pages-get-apiv1posts). */
 export interface PageJson {
   readonly content: readonly PostJson[];
   readonly size: number;
   readonly nextCursor: string | null;
 }
 
-/** A user as POST and GET /api/v1/user answer it (§3). */
+/** A user as POST and GET /api/v1/user answer it (docs/authentication.md#register-post-apiv1user). */
 export interface UserJson {
   readonly id: number;
   readonly email: string;
@@ -36,7 +36,7 @@ export interface UserJson {
 
 const SECRET_KEYS = new Set(["password", "passwordhash", "password_hash", "hash"]);
 
-/** Fails when any property at any depth is named like a password or its hash (§1, §3). */
+/** Fails when any property at any depth is named like a password or its hash (docs/authentication.md#register-post-apiv1user). */
 export function expectNoSecrets(value: unknown, what: string): void {
   const visit = (node: unknown, at: string): void => {
     if (Array.isArray(node)) {
@@ -65,8 +65,9 @@ function expectTimestamp(value: unknown, what: string): void {
 }
 
 /**
- * Fails unless `value` is exactly a §1 post: the six properties and no other, integer ids,
- * timestamps with milliseconds and no zone, `user` with `id` and `email` only.
+ * Fails unless `value` is exactly a post as docs/posts.md#a-post-on-the-wire writes it: the six
+ * properties and no other, integer ids, timestamps with milliseconds and no zone, `user` with `id`
+ * and `email` only.
  */
 export function expectPost(value: unknown, what: string): PostJson {
   const post = objectOf(value, what);
@@ -83,7 +84,7 @@ export function expectPost(value: unknown, what: string): PostJson {
   return post as unknown as PostJson;
 }
 
-/** Fails unless the reply is 200 JSON carrying one §1 post; answers it. */
+/** Fails unless the reply is 200 JSON carrying one post; answers it. */
 export function expectPostReply(reply: Reply): PostJson {
   expectStatus(reply, 200);
   expectThat(
@@ -95,7 +96,7 @@ export function expectPostReply(reply: Reply): PostJson {
   return expectPost(jsonOf(reply), `${reply.request}: post`);
 }
 
-/** Fails unless the reply is 200 with a §2 page (`content`, `size`, `nextCursor`) of §1 posts; answers it. */
+/** Fails unless the reply is 200 with a page (`content`, `size`, `nextCursor`) of posts; answers it. */
 export function expectPageReply(reply: Reply): PageJson {
   expectStatus(reply, 200);
   const what = `${reply.request}: page`;
@@ -114,7 +115,7 @@ export function expectPageReply(reply: Reply): PageJson {
   return page as unknown as PageJson;
 }
 
-/** Fails unless `value` is exactly `{id, email, createdAt}` (§3); answers it. */
+/** Fails unless `value` is exactly `{id, email, createdAt}`; answers it. */
 export function expectUser(value: unknown, what: string): UserJson {
   const user = objectOf(value, what);
   expectKeys(user, ["id", "email", "createdAt"], what);
@@ -124,7 +125,7 @@ export function expectUser(value: unknown, what: string): UserJson {
   return user as unknown as UserJson;
 }
 
-/** Fails unless the reply is `status` with a JSON §3 user; answers it. */
+/** Fails unless the reply is `status` with a JSON user; answers it. */
 export function expectUserReply(reply: Reply, status: number): UserJson {
   expectStatus(reply, status);
   expectHeader(reply, "content-type", JSON_UTF8);
@@ -133,7 +134,7 @@ export function expectUserReply(reply: Reply, status: number): UserJson {
   return expectUser(body, `${reply.request}: user`);
 }
 
-/** The post id at the end of a `Location` (§2), or a failure: an absolute URL ending in `/api/v1/posts/<id>`. */
+/** The post id at the end of a `Location`, or a failure: an absolute URL ending in `/api/v1/posts/<id>`. */
 export function postIdOfLocation(reply: Reply): number {
   const location = reply.headers.get("location");
   const what = `${reply.request}: Location`;
