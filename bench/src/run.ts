@@ -2,8 +2,8 @@
  * `pnpm bench`: seeds PostgreSQL, starts the built service, the baseline (the limit of the
  * stack) and the Express server (common practice) as child processes, drives the same load at
  * each in interleaved rounds from this process, and prints the medians, the ratios and the
- * targets of issue 13. `--embedded` measures the service on its embedded database instead
- * (embedded-run.ts); `--curve`, the service on two sizes of the table against each other
+ * targets (bench/README.md#targets). `--embedded` measures the service on its embedded database
+ * instead (embedded-run.ts); `--curve`, the service on two sizes of the table against each other
  * (curve-run.ts).
  */
 import { existsSync } from "node:fs";
@@ -110,8 +110,8 @@ async function runPostgres(options: Options) {
 /**
  * `--search-only`: the service alone on the seeded database, asked for the search pages of the
  * population of terms `searchPopulation` draws, 4 requests at a time (a page's own cost, not a
- * queue's); prints the latency distribution per class of term and the targets of issue 20, and
- * keeps the timings and their chart in bench/results/.
+ * queue's); prints the latency distribution per class of term and the targets
+ * (bench/README.md#targets), and keeps the timings and their chart in bench/results/.
  */
 async function runSearchPages(options: Options, env: NodeJS.ProcessEnv, client: pg.Client): Promise<void> {
   const service = await startServer("service", [SERVICE_MAIN], env, logFile("service-search"));

@@ -31,7 +31,7 @@ interface Side {
 }
 
 /**
- * `pnpm bench -- --curve`: how the service's latency grows with the table (issue 20), in one run.
+ * `pnpm bench -- --curve`: how the service's latency grows with the table, in one run.
  * Seeds (or with --reuse-database reuses) the bench database and a larger one beside it, starts
  * the service on each, and measures each scenario of {@link CURVE_SCENARIOS} (those of `--only`)
  * with the two services as contestants of the same rounds, in alternating slices, as a run

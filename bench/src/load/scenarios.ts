@@ -12,7 +12,7 @@ export interface Fixture {
   readonly tokens: readonly string[];
   readonly connections: number;
   readonly loginConnections: number;
-  /** Connections of the search scenarios (issue 11 judges their p99 at 16). */
+  /** Connections of the search scenarios (the search target judges their p99 at 16). */
   readonly searchConnections: number;
 }
 
@@ -109,7 +109,7 @@ async function entityTags(serviceUrl: string, posts: number, count: number): Pro
   return tags;
 }
 
-/** A search of `term` (at 16 connections, where issue 11 sets its p99 target). */
+/** A search of `term` (at 16 connections, where its p99 target is set). */
 function search(name: string, term: string, what: string): Scenario {
   const path = `/api/v1/posts?size=20&q=${encodeURIComponent(term)}`;
   return {
@@ -188,7 +188,7 @@ export const SCENARIOS: readonly Scenario[] = [
   },
   {
     // list-deep against list-first measured apart, in scenarios a minute apart, moved by more than
-    // the 5 % issue 13 allows between them (the baseline's own ratio 0.84–0.97 on the same SQL):
+    // the 5 % the target allows between them (the baseline's own ratio 0.84–0.97 on the same SQL):
     // alternating slices of one round see the same machine.
     name: "list-depth",
     description: "list-deep's requests against list-first's, both on the service, in alternating slices",

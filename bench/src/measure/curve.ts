@@ -1,5 +1,5 @@
 /**
- * The ten-million-post curve (issue 20): the service's latency in each scenario at two table
+ * The ten-million-post curve: the service's latency in each scenario at two table
  * sizes, side by side, with the growth from the smaller to the larger. Measured either in one run
  * (`pnpm bench -- --curve`), the service on each size in alternating slices of the same rounds,
  * or from two separate `pnpm bench` runs compared afterwards from the JSON each kept under
@@ -10,7 +10,7 @@ import type { CurveResults, LoadResults } from "./charts.js";
 import { type Round, type ScenarioRuns, summarize } from "./report.js";
 import { median } from "./stats.js";
 
-/** Most growth of p50 and p99 from the smaller table to the larger one, as issue 20 asks. */
+/** Most growth of p50 and p99 from the smaller table to the larger one (bench/README.md#targets). */
 export const CURVE_MAX_GROWTH = 1.3;
 
 /** The scenarios the curve measures: reads of every kind, searches and a write. */

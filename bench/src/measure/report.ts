@@ -116,9 +116,8 @@ export interface Verdict {
 
 const MB = 1024 * 1024;
 /**
- * Least req/s against the baseline (the limit of this stack: issue 13's floors, raised by issue
- * 20 to 1.2x for GET one and 1.0x for POST and PATCH), or, for a scenario measured against
- * itself, against its reference workload (issue 11).
+ * Least req/s against the baseline (the limit of this stack), or, for a scenario measured against
+ * itself, against its reference workload (bench/README.md#targets).
  */
 const VS_BASELINE: ReadonlyArray<readonly [string, number]> = [
   ["get-one", 1.2],
@@ -137,12 +136,12 @@ const TOTAL_CPU_VS_BASELINE: Readonly<Record<string, number>> = {
   "list-deep": 0.6,
   "list-user": 0.6,
 };
-/** Least req/s against the Express server (common practice; GET one: issue 20). */
+/** Least req/s against the Express server (common practice). */
 const VS_EXPRESS: ReadonlyArray<readonly [string, number]> = [
   ["get-one", 3],
   ["create", 3],
 ];
-/** Scenarios whose p99 must stay under {@link SEARCH_P99_MS} (issue 11, at 16 connections). */
+/** Scenarios whose p99 must stay under {@link SEARCH_P99_MS} (at 16 connections). */
 const SEARCHES = ["search-rare", "search-common", "search-korean"];
 const SEARCH_P99_MS = 50;
 const DEEP_VS_FIRST = 0.95;
@@ -395,9 +394,9 @@ export interface SearchPageTiming {
   readonly status: number;
 }
 
-/** Most milliseconds any search page may take on the full table (issue 20). */
+/** Most milliseconds any search page may take on the full table. */
 const SEARCH_PAGE_MAX_MS = 300;
-/** Most median milliseconds of the pages of terms of three characters or more (issue 20). */
+/** Most median milliseconds of the pages of terms of three characters or more. */
 const SEARCH_PAGE_MEDIAN_MS = 100;
 
 /**

@@ -15,8 +15,9 @@ export function hmac(secret: string, data: string): Buffer {
 }
 
 /**
- * An HS256 JWT with the claims the service issues at login (CONTRACT.md section 4):
- * iss, iat, exp (seconds), sub = user id as text, email, roles = [{authority: "ROLE_USER"}].
+ * An HS256 JWT with the claims the service issues at login
+ * (docs/authentication.md#what-the-token-holds): iss, iat, exp (seconds), sub = user id as text,
+ * email, roles = [{authority: "ROLE_USER"}].
  */
 export function signToken(
   settings: TokenSettings,
