@@ -1,7 +1,8 @@
 /**
- * The repository stands alone: no Markdown file links outside it or to a file it does not have.
- * A clone is all a reader gets, so a link that resolves only on the machine it was written on is a
- * dead link for everybody else.
+ * The repository stands alone: no Markdown file links outside it or to a file it does not have, and
+ * no comment, test or script cites a page or heading it does not have. A clone is all a reader
+ * gets, so a link that resolves only on the machine it was written on is a dead link for everybody
+ * else.
  */
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -10,11 +11,15 @@ import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   anchorsOf,
+  brokenCodeReferences,
   brokenLinks,
+  codeFilesOf,
+  codeReferencesOf,
   linksOf,
   markdownFilesOf,
   repositoryLinks,
   whyBroken,
+  whyCodeReferenceBroken,
 } from "./markdown-links.js";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
@@ -38,6 +43,22 @@ describe("the repository's Markdown", () => {
   });
 });
 
+describe("the repository's code, tests and scripts", () => {
+  it("cite only pages and headings the repository has", () => {
+    const broken = brokenCodeReferences(ROOT).map(
+      ({ file, line, target, reason }) => `${file}:${line} ${target}: ${reason}`,
+    );
+    expect(broken).toEqual([]);
+  });
+
+  it("are read whole: the sources' references to docs/ are all found", () => {
+    const files = codeFilesOf(ROOT);
+    expect(files).toEqual(expect.arrayContaining(["scripts/markdown-links.ts"]));
+    expect(files.some((file) => file.includes("node_modules"))).toBe(false);
+    expect(files.some((file) => file.startsWith("packages/adapters-http/src/"))).toBe(true);
+  });
+});
+
 describe("the link check", () => {
   let root: string;
 
@@ -58,7 +79,7 @@ describe("the link check", () => {
   const check = (file: string, target: string) => whyBroken(root, { file, line: 1, target });
 
   it("refuses a link that climbs out of the repository, even to a file that exists there", () => {
-    expect(check("README.md", "../shared/CONTRACT.md")).toBe("leaves the repository");
+    expect(check("README.md", "../shared/notes.md")).toBe("leaves the repository");
     expect(check("docs/posts.md", "../../README.md")).toBe("leaves the repository");
     expect(check("README.md", "/etc/hostname")).toBe("an absolute path leaves the repository");
     expect(check("README.md", "file:///etc/hostname")).toBe("a file: URL leaves the repository");
@@ -80,9 +101,9 @@ describe("the link check", () => {
 
   it("holds a fragment into a Markdown file, or within the page, to a heading there", () => {
     expect(check("README.md", "docs/posts.md#pages-get-apiv1posts")).toBeUndefined();
-    expect(check("README.md", "docs/posts.md#search-1")).toBeUndefined();
+    expect(check("README.md", `docs/posts.md${"#search-1"}`)).toBeUndefined();
     expect(check("docs/posts.md", "#search")).toBeUndefined();
-    expect(check("README.md", "docs/posts.md#pages")).toBe("no heading #pages there");
+    expect(check("README.md", `docs/posts.md${"#pages"}`)).toBe("no heading #pages there");
     expect(check("docs/posts.md", "#quick-start")).toBe("no heading #quick-start there");
     expect(anchorsOf('# Quick start\n\n<a name="legacy"></a>\n')).toEqual(new Set(["quick-start", "legacy"]));
   });
@@ -110,5 +131,50 @@ describe("the link check", () => {
       "ARCHITECTURE.md",
       "../outside.md",
     ]);
+  });
+});
+
+describe("the reference check of code", () => {
+  let root: string;
+
+  beforeAll(async () => {
+    root = await mkdtemp(join(tmpdir(), "code-references-"));
+    await mkdir(join(root, "docs"));
+    await mkdir(join(root, "packages", "x", "src"), { recursive: true });
+    await writeFile(
+      join(root, "docs", "posts.md"),
+      ["# Posts", "", "## Change: `PATCH /api/v1/posts/{id}`", ""].join("\n"),
+    );
+  });
+
+  afterAll(async () => {
+    await rm(root, { recursive: true, force: true });
+  });
+
+  // Built from parts, so that the repository-wide check above does not take them for references.
+  const page = (name: string) => ["docs", name].join("/");
+  const check = (target: string) =>
+    whyCodeReferenceBroken(root, { file: "packages/x/src/deep/file.ts", line: 1, target });
+
+  it("finds a page and its heading in comments and strings, one per occurrence, with its line", () => {
+    const text = [
+      `/** The rule (${page("posts.md#change-patch-apiv1postsid")}). */`,
+      `const section = "${page("errors.md")}";`,
+      `// not a reference: ../../${page("posts.md")}, x${page("posts.md")}, ${page("notes.txt")}`,
+    ].join("\n");
+    expect(codeReferencesOf("a.ts", text)).toEqual([
+      { file: "a.ts", line: 1, target: page("posts.md#change-patch-apiv1postsid") },
+      { file: "a.ts", line: 2, target: page("errors.md") },
+    ]);
+  });
+
+  it("reads a reference from the repository's root, wherever the citing file is", () => {
+    expect(check(page("posts.md"))).toBeUndefined();
+    expect(check(page("posts.md#change-patch-apiv1postsid"))).toBeUndefined();
+  });
+
+  it("refuses a reference to a page or a heading the repository does not have", () => {
+    expect(check(page("errors.md"))).toBe("no such file in the repository");
+    expect(check(page("posts.md#patch"))).toBe("no heading #patch there");
   });
 });

@@ -8,6 +8,9 @@
  * The files are parsed with markdown-it, so a bracket in a code block or in inline code is not
  * taken for a link, and reference-style links are resolved as a renderer resolves them. Heading
  * anchors are made as GitHub makes them, by github-slugger.
+ *
+ * Code, tests and scripts cite the same pages in their comments and strings, from the repository's
+ * root (`docs/posts.md#search`): {@link brokenCodeReferences} holds those to the same rule.
  */
 import { execFileSync } from "node:child_process";
 import { existsSync, readFileSync, statSync } from "node:fs";
@@ -115,9 +118,21 @@ export function whyBroken(root: string, link: MarkdownLink): string | undefined 
   }
   if (!existsSync(resolved)) return "no such file in the repository";
   if (fragment !== "" && resolved.endsWith(".md") && statSync(resolved).isFile()) {
-    if (!anchorsOf(readFileSync(resolved, "utf8")).has(fragment)) return `no heading #${fragment} there`;
+    if (!anchorsOfFile(resolved).has(fragment)) return `no heading #${fragment} there`;
   }
   return undefined;
+}
+
+// Parsed once per version of a page: an index of a long page links to it dozens of times.
+const anchorsByFile = new Map<string, { readonly mtimeMs: number; readonly anchors: Set<string> }>();
+
+function anchorsOfFile(path: string): Set<string> {
+  const { mtimeMs } = statSync(path);
+  const known = anchorsByFile.get(path);
+  if (known !== undefined && known.mtimeMs === mtimeMs) return known.anchors;
+  const anchors = anchorsOf(readFileSync(path, "utf8"));
+  anchorsByFile.set(path, { mtimeMs, anchors });
+  return anchors;
 }
 
 function safeDecode(path: string): string | undefined {
@@ -159,4 +174,61 @@ export function brokenLinks(root: string): BrokenLink[] {
     const reason = whyBroken(root, link);
     return reason === undefined ? [] : [{ ...link, reason }];
   });
+}
+
+/**
+ * A page of the repository named in the text of a file that is not Markdown (a comment, a test's
+ * name, a string), from the repository's root: `docs/posts.md#search`, `bench/RESULTS.md#events`.
+ * Only paths under the repository's top folders that end in `.md` are taken for references.
+ */
+const CODE_REFERENCE =
+  /(?<![\w./@-])((?:docs|bench|scripts|packages|examples)\/[\w./-]*?\.md)(#[\p{L}\p{N}_-]+)?/gu;
+
+/** The kinds of file whose text is searched for {@link CODE_REFERENCE}s. */
+const CODE_FILES = ["*.ts", "*.mts", "*.cts", "*.js", "*.mjs", "*.cjs", "*.sh", "*.yaml", "*.yml"];
+
+/**
+ * Every reference to a Markdown page of the repository in one text that is not Markdown, each
+ * with its 1-based line. The target is the path from the repository's root, with its fragment.
+ */
+export function codeReferencesOf(file: string, text: string): MarkdownLink[] {
+  const references: MarkdownLink[] = [];
+  text.split("\n").forEach((content, index) => {
+    for (const match of content.matchAll(CODE_REFERENCE)) {
+      references.push({ file, line: index + 1, target: `${match[1]}${match[2] ?? ""}` });
+    }
+  });
+  return references;
+}
+
+/**
+ * Why a reference from code breaks the rule, or `undefined` when it keeps it: its file must exist
+ * under `root` and its fragment, when it has one, must be one of that page's {@link anchorsOf}.
+ * Unlike a Markdown link, it is read from the repository's root, wherever the citing file is.
+ */
+export function whyCodeReferenceBroken(root: string, reference: MarkdownLink): string | undefined {
+  return whyBroken(root, { ...reference, file: "README.md" });
+}
+
+/** The files git would commit under `root` whose text {@link codeReferencesOf} searches. */
+export function codeFilesOf(root: string): string[] {
+  const listed = execFileSync(
+    "git",
+    ["ls-files", "--cached", "--others", "--exclude-standard", "-z", "--", ...CODE_FILES],
+    { cwd: root, encoding: "utf8" },
+  );
+  return listed
+    .split("\0")
+    .filter((file) => file !== "" && existsSync(resolve(root, file)))
+    .sort();
+}
+
+/** The references from code, tests and scripts of the repository at `root` that break the rule. */
+export function brokenCodeReferences(root: string): BrokenLink[] {
+  return codeFilesOf(root).flatMap((file) =>
+    codeReferencesOf(file, readFileSync(resolve(root, file), "utf8")).flatMap((reference) => {
+      const reason = whyCodeReferenceBroken(root, reference);
+      return reason === undefined ? [] : [{ ...reference, reason }];
+    }),
+  );
 }
