@@ -4,7 +4,7 @@
  * in a database of its own), measures its RSS and CPU idle with no stream, opens STREAMS streams
  * (default 1000) over raw sockets, measures again over IDLE_MS (default 60000, four keep-alive
  * comments), then makes one change and times its arrival on every stream. Prints the figures as
- * JSON; the README's "Change events" section and bench/RESULTS.md keep them.
+ * JSON; bench/RESULTS.md#events keeps them.
  */
 import { randomBytes } from "node:crypto";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
