@@ -30,8 +30,9 @@ function mintToken(user: { readonly id: number; readonly email: string }, key: s
   return `${input}.${createHmac("sha256", key).update(input).digest("base64url")}`;
 }
 
-// The rotation the README describes: every instance gets the new key as JWT_SECRET and the old one
-// as JWT_PREVIOUS_SECRETS, one instance after the other; the old key goes once its tokens expired.
+// The rotation docs/authentication.md#rotating-the-signing-key describes: every instance gets the
+// new key as JWT_SECRET and the old one as JWT_PREVIOUS_SECRETS, one instance after the other; the
+// old key goes once its tokens expired.
 describeOnPostgres("a token key rotation across two instances, rolled one at a time", () => {
   let database: TestDatabase | undefined;
   const running = new Set<ListeningService>();
