@@ -292,7 +292,7 @@ class Relay {
    * stream's end, so the message refused for a cause of its own (too large for the stream, say)
    * is then the first of a batch, and its refusal is what the log says.
    *
-   * An acknowledgement per message, as `js.publish` asks, made the NATS server build, and the
+   * An acknowledgement per message, as `js.publish` asks, makes the NATS server build, and the
    * relay receive, parse and match, one reply per event; without them (and with the bodies
    * encoded by `Buffer.from`) the NATS server spends two fifths less CPU per event and the relay
    * a fifth less (bench/RESULTS.md#events). Core publishes are used, not `js.publish`, for the
