@@ -87,8 +87,8 @@ function toEvent(row: EventRow): PostChangeEvent {
  *
  * Why the writer wakes its own sequencer rather than the trigger notifying every instance: a
  * transaction that notifies takes a database-wide lock from its notification until the end of
- * its commit, so that notifications are queued in commit order; one `NOTIFY` per change put
- * every write's commit (its WAL flush included) in one line, and cost writes about a third of
+ * its commit, so that notifications are queued in commit order; one `NOTIFY` per change would put
+ * every write's commit (its WAL flush included) in one line, and costs writes about a third of
  * their throughput. Only the sequencer notifies, once per batch (the cost of events to writes:
  * bench/RESULTS.md#events).
  *
