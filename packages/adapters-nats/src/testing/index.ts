@@ -1,2 +1,7 @@
-export { natsServerAvailable, startNatsServer, type TestNatsServer } from "./nats-server.js";
+export {
+  natsServerAvailable,
+  natsServerForTests,
+  startNatsServer,
+  type TestNatsServer,
+} from "./nats-server.js";
 export { readStream, type StreamMessage } from "./read-stream.js";

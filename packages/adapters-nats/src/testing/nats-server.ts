@@ -41,6 +41,23 @@ export function natsServerAvailable(): boolean {
 }
 
 /**
+ * The prerequisite of a suite that starts NATS servers of its own, for `describeNeeding` of
+ * `@posts/domain/testing/vitest` (its `Prerequisite`, declared here by shape: this package does
+ * not depend on the domain): present when {@link natsServerAvailable}.
+ */
+export function natsServerForTests(): {
+  readonly needs: string;
+  readonly hint: string;
+  readonly present: boolean;
+} {
+  return {
+    needs: "nats-server",
+    hint: "apt-get install nats-server",
+    present: natsServerAvailable(),
+  };
+}
+
+/**
  * Starts `nats-server -js -sd <a new temporary directory> -a 127.0.0.1 -p <port>` and waits
  * until it accepts connections. Every server started here is killed by its process id when the
  * test process exits, whatever happened; call `close()` in `afterAll` all the same. Give it a

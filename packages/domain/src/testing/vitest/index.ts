@@ -9,6 +9,7 @@ export {
   changeEventLogContract,
   type OpenChangeEventLog,
 } from "./change-event-log-contract.js";
+export { describeNeeding, type Prerequisite } from "./describe-needing.js";
 export { postRepositoryContract } from "./post-repository-contract.js";
 export type {
   OpenRepositories,
