@@ -1,21 +1,17 @@
+import { openTestDatabase, postgresForTests, type TestDatabase } from "@posts/adapters-postgres/testing";
+import { describeNeeding } from "@posts/domain/testing/vitest";
 import pg from "pg";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { recreateDatabase, warmPageCache, withDatabase } from "../src/load/database.js";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { warmPageCache } from "../src/load/database.js";
 
-// Needs a PostgreSQL server, as `pnpm bench` does; CI always gives one (DATABASE_URL).
-const url = process.env.DATABASE_URL;
-if (url === undefined && process.env.CI === "true") throw new Error("DATABASE_URL is required under CI");
-if (url === undefined)
-  console.warn("[bench] DATABASE_URL is not set: the test of the page cache warm-up is skipped");
-
-describe.skipIf(url === undefined)("warming the page cache before a run", () => {
+// Needs a PostgreSQL server, as `pnpm bench` does.
+describeNeeding(await postgresForTests(), "warming the page cache before a run", () => {
   // A database of its own: the warm-up creates the pg_prewarm extension in the one it is given.
-  const database = `bench_warm_${process.pid}`;
-  // Made in beforeAll: the body of a skipped suite still runs, and has no URL to give it.
+  let database: TestDatabase;
   let client: pg.Client;
   beforeAll(async () => {
-    client = new pg.Client({ connectionString: withDatabase(url as string, database) });
-    await recreateDatabase(url as string, database);
+    database = await openTestDatabase("postgres", { migrate: false });
+    client = new pg.Client({ connectionString: database.connectionString });
     await client.connect();
     await client.query("create table users (id int primary key, email text)");
     await client.query("create table posts (id int primary key, user_id int, title text)");
@@ -28,11 +24,8 @@ describe.skipIf(url === undefined)("warming the page cache before a run", () => 
     await client.query("insert into other select generate_series(1, 20000)");
   });
   afterAll(async () => {
-    await client.end();
-    const admin = new pg.Client({ connectionString: url });
-    await admin.connect();
-    await admin.query(`drop database if exists ${database} with (force)`);
-    await admin.end();
+    await client?.end();
+    await database?.close();
   });
 
   it("reads every block of the posts and users tables and of their indexes, and nothing else", async () => {

@@ -1,18 +1,16 @@
 import { jetstream, jetstreamManager, StorageType, type StreamConfig } from "@nats-io/jetstream";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { type JetStreamRelay, STREAM_NAME, startJetStreamRelay } from "@posts/adapters-nats";
-import { natsServerAvailable, startNatsServer, type TestNatsServer } from "@posts/adapters-nats/testing";
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
+import { natsServerForTests, startNatsServer, type TestNatsServer } from "@posts/adapters-nats/testing";
+import { describeNeeding } from "@posts/domain/testing/vitest";
+import { afterAll, afterEach, beforeAll, beforeEach, expect, it, vi } from "vitest";
 import { MemoryEventLog, staleView } from "./support/memory-event-log.js";
 import { MemoryLeaseArbiter, splitBrainLease } from "./support/memory-lease.js";
 import { eventually, expectExactly, streamWith } from "./support/stream-checks.js";
 
 const PORT = 21301;
-// Under CI a missing nats-server fails the file (startNatsServer cannot spawn it); elsewhere it skips.
-const skip = !natsServerAvailable() && process.env.CI !== "true";
-if (skip) console.warn("[adapters-nats] nats-server is not installed: the relay tests are skipped");
 
-describe.skipIf(skip)("the JetStream relay", () => {
+describeNeeding(natsServerForTests(), "the JetStream relay", () => {
   let server: TestNatsServer;
   let admin: NatsConnection;
   const relays: JetStreamRelay[] = [];

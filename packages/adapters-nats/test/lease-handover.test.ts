@@ -1,15 +1,14 @@
 import { type JetStreamRelay, startJetStreamRelay } from "@posts/adapters-nats";
-import { natsServerAvailable, startNatsServer, type TestNatsServer } from "@posts/adapters-nats/testing";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { natsServerForTests, startNatsServer, type TestNatsServer } from "@posts/adapters-nats/testing";
+import { describeNeeding } from "@posts/domain/testing/vitest";
+import { afterAll, beforeAll, expect, it } from "vitest";
 import { MemoryEventLog } from "./support/memory-event-log.js";
 import { MemoryLeaseArbiter } from "./support/memory-lease.js";
 import { eventually, expectExactly, streamWith } from "./support/stream-checks.js";
 
 const PORT = 21303;
-const skip = !natsServerAvailable() && process.env.CI !== "true";
-if (skip) console.warn("[adapters-nats] nats-server is not installed: the lease tests are skipped");
 
-describe.skipIf(skip)("two relays competing for the lease", () => {
+describeNeeding(natsServerForTests(), "two relays competing for the lease", () => {
   let server: TestNatsServer;
   const relays: JetStreamRelay[] = [];
   beforeAll(async () => {

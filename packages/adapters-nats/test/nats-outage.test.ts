@@ -1,13 +1,12 @@
 import { type JetStreamRelay, startJetStreamRelay } from "@posts/adapters-nats";
-import { natsServerAvailable, startNatsServer, type TestNatsServer } from "@posts/adapters-nats/testing";
-import { afterAll, afterEach, describe, expect, it } from "vitest";
+import { natsServerForTests, startNatsServer, type TestNatsServer } from "@posts/adapters-nats/testing";
+import { describeNeeding } from "@posts/domain/testing/vitest";
+import { afterAll, afterEach, expect, it } from "vitest";
 import { MemoryEventLog } from "./support/memory-event-log.js";
 import { MemoryLeaseArbiter } from "./support/memory-lease.js";
 import { eventually, expectExactly, streamWith } from "./support/stream-checks.js";
 
 const PORT = 21302;
-const skip = !natsServerAvailable() && process.env.CI !== "true";
-if (skip) console.warn("[adapters-nats] nats-server is not installed: the outage tests are skipped");
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -27,7 +26,7 @@ function steadyWrites(log: MemoryEventLog) {
   };
 }
 
-describe.skipIf(skip)("the JetStream relay while NATS fails", () => {
+describeNeeding(natsServerForTests(), "the JetStream relay while NATS fails", () => {
   const servers: TestNatsServer[] = [];
   const relays: JetStreamRelay[] = [];
   afterEach(async () => {

@@ -2,12 +2,47 @@ import type { DatabaseEngine } from "@posts/adapters-postgres";
 import {
   type OpenTestDatabaseOptions,
   openTestDatabase,
+  postgresForTests,
   type TestDatabase,
 } from "@posts/adapters-postgres/testing";
-import { afterAll, beforeAll, describe } from "vitest";
+import { describeNeeding } from "@posts/domain/testing/vitest";
+import { afterAll, beforeAll, describe, it, type TestFunction } from "vitest";
 
-/** Both engines: every adapter test runs on each. */
-export const ENGINES: readonly DatabaseEngine[] = ["postgres", "pglite"];
+/** Whether this process has a PostgreSQL to test on: the one probe every suite here shares. */
+export const postgres = await postgresForTests();
+
+/**
+ * A suite run once per engine, `%s` in its name standing for the engine: on PostgreSQL through
+ * `describeNeeding` (skipped or failed when collected if there is none), and on PGlite always.
+ */
+export function describeOnEachEngine(name: string, body: (engine: DatabaseEngine) => void): void {
+  describeNeeding(postgres, name.replace("%s", "postgres"), () => body("postgres"));
+  describe(name.replace("%s", "pglite"), () => body("pglite"));
+}
+
+/** `it` and `describe` for what only a server does; see {@link serverOnly}. */
+export interface ServerOnly {
+  readonly it: (name: string, fn: TestFunction, timeout?: number) => void;
+  readonly describe: (name: string, body: () => void) => void;
+}
+
+/**
+ * `it` and `describe` for tests of what only a server does (several sessions, pools of their
+ * own), in a suite of `describeOnEachEngine`: registered in the PostgreSQL suite, and not at all
+ * in the PGlite one, whose single session cannot play them. Decided when the file is collected,
+ * so no test skips itself when it runs.
+ */
+export function serverOnly(engine: DatabaseEngine): ServerOnly {
+  if (engine === "postgres") return { it: (name, fn, timeout) => it(name, fn, timeout), describe };
+  return { it: () => {}, describe: () => {} };
+}
+
+/** The URL of a test database on a server, to open more pools on it; throws for PGlite. */
+export function serverUrl(database: TestDatabase): string {
+  if (database.connectionString === undefined)
+    throw new Error(`no server URL: the database is ${database.engine}`);
+  return database.connectionString;
+}
 
 /**
  * Opens one test database before the enclosing describe block's first test and closes it after
@@ -28,20 +63,4 @@ export function useTestDatabase(
     if (database === undefined) throw new Error("the test database is not open: did opening it fail?");
     return database;
   };
-}
-
-/**
- * Whether the suites that need sessions of a PostgreSQL server (PGlite has one session only)
- * are skipped: without DATABASE_URL, except under CI=true, where a missing server must fail
- * them rather than pass by skipping.
- */
-const NO_SERVER = process.env.DATABASE_URL === undefined && process.env.CI !== "true";
-
-/**
- * A `describe` for a suite that needs a PostgreSQL server: skipped without DATABASE_URL outside
- * CI, with the reason in its name, so that `pnpm test` on a machine without a server passes and
- * says what it did not run.
- */
-export function describeOnServer(name: string, body: () => void): void {
-  describe.skipIf(NO_SERVER)(NO_SERVER ? `${name} (skipped: set DATABASE_URL)` : name, body);
 }

@@ -4,20 +4,19 @@ import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { SUBJECTS } from "@posts/adapters-nats";
 import {
-  natsServerAvailable,
+  natsServerForTests,
   readStream,
   type StreamMessage,
   startNatsServer,
   type TestNatsServer,
 } from "@posts/adapters-nats/testing";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describeNeeding } from "@posts/domain/testing/vitest";
+import { afterAll, beforeAll, expect, it } from "vitest";
 import { idFromLocation, jsonRequest } from "./reliability/api-client.js";
 import { registerAndLogIn } from "./support/register-and-log-in.js";
 import { type ListeningService, runCommand, startService } from "./support/service-process.js";
 
 const NATS_PORT = 21308;
-const skip = !natsServerAvailable() && process.env.CI !== "true";
-if (skip) console.warn("[app] nats-server is not installed: the NATS relay end-to-end test is skipped");
 
 async function streamWith(url: string, count: number): Promise<StreamMessage[]> {
   const deadline = Date.now() + 20_000;
@@ -29,63 +28,74 @@ async function streamWith(url: string, count: number): Promise<StreamMessage[]> 
 }
 
 // The quick start's embedded database with NATS_URL: the one process always publishes.
-describe.skipIf(skip)("the service on the embedded database with NATS_URL, as a real process", () => {
-  let dataDir: string;
-  let nats: TestNatsServer;
-  let service: ListeningService | undefined;
-  beforeAll(async () => {
-    dataDir = await mkdtemp(join(tmpdir(), "posts-e2e-nats-"));
-    nats = await startNatsServer(NATS_PORT);
-    // PGlite's first initdb can take longer than a start is given on a busy machine: done here.
-    const migrated = await runCommand(["migrate"], { DATA_DIR: dataDir });
-    expect(migrated.code, migrated.stderr).toBe(0);
-  });
-  afterAll(async () => {
-    await service?.stop();
-    await nats?.close();
-    await rm(dataDir, { recursive: true, force: true });
-  });
-
-  it("publishes each change to the stream POSTS as the feed serves it, resumes after a restart of the service, and publishes what was written while NATS was down", async () => {
-    service = await startService({ DATA_DIR: dataDir, NATS_URL: nats.url });
-    const { token } = await registerAndLogIn(service.url);
-    const created = await fetch(
-      `${service.url}/api/v1/posts`,
-      jsonRequest("POST", { title: "t", content: "c" }, token),
-    );
-    const id = idFromLocation(created.headers.get("location"));
-    await fetch(`${service.url}/api/v1/posts/${id}`, jsonRequest("PATCH", { title: "t2" }, token));
-    await fetch(`${service.url}/api/v1/posts/${id}`, {
-      method: "DELETE",
-      headers: { "x-auth-token": token },
+describeNeeding(
+  natsServerForTests(),
+  "the service on the embedded database with NATS_URL, as a real process",
+  () => {
+    let dataDir: string;
+    let nats: TestNatsServer;
+    let service: ListeningService | undefined;
+    beforeAll(async () => {
+      dataDir = await mkdtemp(join(tmpdir(), "posts-e2e-nats-"));
+      nats = await startNatsServer(NATS_PORT);
+      // PGlite's first initdb can take longer than a start is given on a busy machine: done here.
+      const migrated = await runCommand(["migrate"], { DATA_DIR: dataDir });
+      expect(migrated.code, migrated.stderr).toBe(0);
+    });
+    afterAll(async () => {
+      await service?.stop();
+      await nats?.close();
+      await rm(dataDir, { recursive: true, force: true });
     });
 
-    const page = (await (await fetch(`${service.url}/api/v1/posts/events?after=0`)).json()) as {
-      events: { id: string; type: keyof typeof SUBJECTS }[];
-    };
-    expect(page.events.map((event) => event.type)).toEqual(["post.created", "post.updated", "post.deleted"]);
-    const stream = await streamWith(nats.url, 3);
-    expect(stream.map((message) => [message.sequence, message.id, message.subject])).toEqual(
-      page.events.map((event, i) => [i + 1, event.id, SUBJECTS[event.type]]),
-    );
-    expect(stream.map((message) => JSON.parse(message.body))).toEqual(page.events);
+    it("publishes each change to the stream POSTS as the feed serves it, resumes after a restart of the service, and publishes what was written while NATS was down", async () => {
+      service = await startService({ DATA_DIR: dataDir, NATS_URL: nats.url });
+      const { token } = await registerAndLogIn(service.url);
+      const created = await fetch(
+        `${service.url}/api/v1/posts`,
+        jsonRequest("POST", { title: "t", content: "c" }, token),
+      );
+      const id = idFromLocation(created.headers.get("location"));
+      await fetch(`${service.url}/api/v1/posts/${id}`, jsonRequest("PATCH", { title: "t2" }, token));
+      await fetch(`${service.url}/api/v1/posts/${id}`, {
+        method: "DELETE",
+        headers: { "x-auth-token": token },
+      });
 
-    // Stopped and started again on the same data: it publishes what follows, nothing twice.
-    expect((await service.stop()).code).toBe(0);
-    service = await startService({ DATA_DIR: dataDir, NATS_URL: nats.url });
-    await fetch(`${service.url}/api/v1/posts`, jsonRequest("POST", { title: "again", content: "c" }, token));
-    const after = await streamWith(nats.url, 4);
-    expect(after.map((message) => Number(message.id))).toEqual([1, 2, 3, 4]);
+      const page = (await (await fetch(`${service.url}/api/v1/posts/events?after=0`)).json()) as {
+        events: { id: string; type: keyof typeof SUBJECTS }[];
+      };
+      expect(page.events.map((event) => event.type)).toEqual([
+        "post.created",
+        "post.updated",
+        "post.deleted",
+      ]);
+      const stream = await streamWith(nats.url, 3);
+      expect(stream.map((message) => [message.sequence, message.id, message.subject])).toEqual(
+        page.events.map((event, i) => [i + 1, event.id, SUBJECTS[event.type]]),
+      );
+      expect(stream.map((message) => JSON.parse(message.body))).toEqual(page.events);
 
-    // NATS gone: writes still succeed, and their events are published once it is back.
-    await nats.kill("SIGKILL");
-    const whileDown = await fetch(
-      `${service.url}/api/v1/posts`,
-      jsonRequest("POST", { title: "down", content: "c" }, token),
-    );
-    expect(whileDown.status).toBe(201);
-    await nats.restart();
-    const recovered = await streamWith(nats.url, 5);
-    expect(recovered.map((message) => Number(message.id))).toEqual([1, 2, 3, 4, 5]);
-  });
-});
+      // Stopped and started again on the same data: it publishes what follows, nothing twice.
+      expect((await service.stop()).code).toBe(0);
+      service = await startService({ DATA_DIR: dataDir, NATS_URL: nats.url });
+      await fetch(
+        `${service.url}/api/v1/posts`,
+        jsonRequest("POST", { title: "again", content: "c" }, token),
+      );
+      const after = await streamWith(nats.url, 4);
+      expect(after.map((message) => Number(message.id))).toEqual([1, 2, 3, 4]);
+
+      // NATS gone: writes still succeed, and their events are published once it is back.
+      await nats.kill("SIGKILL");
+      const whileDown = await fetch(
+        `${service.url}/api/v1/posts`,
+        jsonRequest("POST", { title: "down", content: "c" }, token),
+      );
+      expect(whileDown.status).toBe(201);
+      await nats.restart();
+      const recovered = await streamWith(nats.url, 5);
+      expect(recovered.map((message) => Number(message.id))).toEqual([1, 2, 3, 4, 5]);
+    });
+  },
+);

@@ -1,6 +1,7 @@
 import type { TestDatabase } from "@posts/adapters-postgres/testing";
-import { openTestDatabase } from "@posts/adapters-postgres/testing";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { openTestDatabase, postgresForTests } from "@posts/adapters-postgres/testing";
+import { describeNeeding } from "@posts/domain/testing/vitest";
+import { afterAll, beforeAll, expect, it } from "vitest";
 import { registerAndLogIn } from "./support/register-and-log-in.js";
 import type { ListeningService } from "./support/service-process.js";
 import { runCommand, startService, TEST_JWT_SECRET } from "./support/service-process.js";
@@ -8,17 +9,7 @@ import { shutDownDuringARequest } from "./support/shut-down-during-a-request.js"
 import { walkThroughConditionalRequests } from "./support/walk-through-conditional-requests.js";
 import { walkThroughTheApi } from "./support/walk-through-the-api.js";
 
-// Runs whenever DATABASE_URL names a server (CI sets it when one answers); the harness then
-// creates a database of its own there and drops it afterwards, and fails, never skips, when the
-// server does not answer.
-const server = process.env.DATABASE_URL;
-const describeOnServer = server === undefined || server === "" ? describe.skip : describe;
-const title =
-  describeOnServer === describe
-    ? "the service on PostgreSQL, as a real process"
-    : "the service on PostgreSQL, as a real process (skipped: set DATABASE_URL=postgres://… to run it)";
-
-describeOnServer(title, () => {
+describeNeeding(await postgresForTests(), "the service on PostgreSQL, as a real process", () => {
   let database: TestDatabase;
   let env: Record<string, string>;
   let service: ListeningService | undefined;

@@ -1,9 +1,10 @@
 import { buildHttpApp, JwtTokenIssuer } from "@posts/adapters-http";
 import { PostgresPostRepository, type PostgresPostRepositoryOptions } from "@posts/adapters-postgres";
-import { openTestDatabase, type TestDatabase } from "@posts/adapters-postgres/testing";
+import { openTestDatabase, postgresForTests, type TestDatabase } from "@posts/adapters-postgres/testing";
 import { claimsFor, type Post, systemClock } from "@posts/domain";
 import { aUser, FakePasswordHasher } from "@posts/domain/testing";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describeNeeding } from "@posts/domain/testing/vitest";
+import { afterAll, beforeAll, expect, it } from "vitest";
 
 // The one suite that holds the wire form of a post (docs/posts.md#a-post-on-the-wire) to a single
 // definition: for the same posts, GET by id, every list page, every search page and PATCH write
@@ -86,7 +87,7 @@ interface PageBody {
   readonly nextCursor: string | null;
 }
 
-describe("the wire form of a post, the same bytes everywhere", () => {
+describeNeeding(await postgresForTests(), "the wire form of a post, the same bytes everywhere", () => {
   let database: TestDatabase;
   let author: { id: number; email: string };
   let token: string;

@@ -6,7 +6,7 @@ import {
 } from "@posts/adapters-postgres";
 import { sql } from "kysely";
 import { beforeEach, describe, expect, it } from "vitest";
-import { ENGINES, useTestDatabase } from "../use-test-database.js";
+import { describeOnEachEngine, useTestDatabase } from "../use-test-database.js";
 
 describe("parseInt8", () => {
   it("reads int8 text, numbers and bigints within the safe range", () => {
@@ -104,7 +104,7 @@ describe("parseTimestamptz", () => {
   });
 });
 
-describe.each(ENGINES)("values read from %s", (engine) => {
+describeOnEachEngine("values read from %s", (engine) => {
   const database = useTestDatabase(engine);
   beforeEach(async () => database().truncate());
 

@@ -1,7 +1,8 @@
 import { createPostgresDatabase, isDatabaseUnavailable } from "@posts/adapters-postgres";
+import { describeNeeding } from "@posts/domain/testing/vitest";
 import { sql } from "kysely";
 import { afterEach, describe, expect, it } from "vitest";
-import { useTestDatabase } from "../use-test-database.js";
+import { postgres, serverUrl, useTestDatabase } from "../use-test-database.js";
 
 const withCode = (code: string, message = `failed with ${code}`) =>
   Object.assign(new Error(message), { code });
@@ -65,40 +66,30 @@ describe("errors from a pool that cannot reach its server", () => {
   });
 });
 
-describe("errors from a PostgreSQL server", () => {
+describeNeeding(postgres, "errors from a PostgreSQL server", () => {
   const database = useTestDatabase("postgres");
-  const connectionString = () => {
-    const url = database().connectionString;
-    if (url === undefined) throw new Error("no server");
-    return url;
-  };
   const handles: Array<{ close(): Promise<void> }> = [];
   const open = (options: Omit<Parameters<typeof createPostgresDatabase>[0], "connectionString">) => {
-    const handle = createPostgresDatabase({ connectionString: connectionString(), ...options });
+    const handle = createPostgresDatabase({ connectionString: serverUrl(database()), ...options });
     handles.push(handle);
     return handle;
   };
   afterEach(async () => {
     await Promise.all(handles.splice(0).map((handle) => handle.close()));
   });
-  const skipWithoutServer = (context: { skip(): void }) => {
-    if (database().connectionString === undefined) context.skip();
-  };
   const terminate = (applicationName: string) =>
     sql<{ terminated: boolean }>`
       SELECT pg_terminate_backend(pid) AS terminated FROM pg_stat_activity
       WHERE application_name = ${applicationName}`.execute(database().db);
 
-  it("recognizes a statement that ran into statement_timeout", async (context) => {
-    skipWithoutServer(context);
+  it("recognizes a statement that ran into statement_timeout", async () => {
     const { db } = open({ statementTimeoutMillis: 100 });
     const error = await failureOf(sql`SELECT pg_sleep(2)`.execute(db));
     expect((error as { code?: string }).code).toBe("57014");
     expect(isDatabaseUnavailable(error)).toBe(true);
   });
 
-  it("recognizes a pool that had no connection to give in time", async (context) => {
-    skipWithoutServer(context);
+  it("recognizes a pool that had no connection to give in time", async () => {
     const { db } = open({ poolSize: 1, connectionTimeoutMillis: 200 });
     const busy = sql`SELECT pg_sleep(1)`.execute(db);
     const error = await failureOf(sql`SELECT 1`.execute(db));
@@ -106,8 +97,7 @@ describe("errors from a PostgreSQL server", () => {
     expect(isDatabaseUnavailable(error)).toBe(true);
   });
 
-  it("recognizes a connection the server terminated during a statement", async (context) => {
-    skipWithoutServer(context);
+  it("recognizes a connection the server terminated during a statement", async () => {
     const { db } = open({ applicationName: "terminated-while-busy" });
     const running = failureOf(sql`SELECT pg_sleep(10)`.execute(db));
     for (
@@ -121,8 +111,7 @@ describe("errors from a PostgreSQL server", () => {
     expect(isDatabaseUnavailable(error)).toBe(true);
   });
 
-  it("survives the server terminating an idle pooled connection, tells the listener, and reconnects", async (context) => {
-    skipWithoutServer(context);
+  it("survives the server terminating an idle pooled connection, tells the listener, and reconnects", async () => {
     const idleErrors: Error[] = [];
     const { db } = open({
       applicationName: "terminated-while-idle",

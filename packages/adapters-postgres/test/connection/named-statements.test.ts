@@ -4,11 +4,12 @@ import {
   PostgresPostRepository,
   PostgresUserRepository,
 } from "@posts/adapters-postgres";
+import { describeNeeding } from "@posts/domain/testing/vitest";
 import { type Kysely, sql } from "kysely";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, expect, it } from "vitest";
 import { prepare } from "../../src/repositories/prepare.js";
 import type { Database } from "../../src/schema/database.js";
-import { useTestDatabase } from "../use-test-database.js";
+import { postgres, serverUrl, useTestDatabase } from "../use-test-database.js";
 
 const CREATED_AT = new Date("2026-11-22T10:15:30.123Z");
 
@@ -54,7 +55,7 @@ async function everyOperation(handle: DatabaseHandle, email: string) {
   return answers;
 }
 
-describe("statements compiled once run as named prepared statements on a server", () => {
+describeNeeding(postgres, "statements compiled once run as named prepared statements on a server", () => {
   const database = useTestDatabase("postgres");
   const handles: DatabaseHandle[] = [];
   beforeEach(() => database().truncate());
@@ -62,11 +63,9 @@ describe("statements compiled once run as named prepared statements on a server"
     await Promise.all(handles.splice(0).map((handle) => handle.close()));
   });
   /** A pool of one connection on the test database, so that every statement meets the same backend. */
-  const open = (context: { skip(): void }, namedStatements?: boolean) => {
-    const connectionString = database().connectionString;
-    if (connectionString === undefined) context.skip();
+  const open = (namedStatements?: boolean) => {
     const handle = createPostgresDatabase({
-      connectionString: connectionString ?? "",
+      connectionString: serverUrl(database()),
       poolSize: 1,
       ...(namedStatements === undefined ? {} : { namedStatements }),
     });
@@ -74,8 +73,8 @@ describe("statements compiled once run as named prepared statements on a server"
     return handle;
   };
 
-  it("prepares each repository statement once per connection, and leaves ad-hoc statements unnamed", async (context) => {
-    const handle = open(context);
+  it("prepares each repository statement once per connection, and leaves ad-hoc statements unnamed", async () => {
+    const handle = open();
     await sql`SELECT 1 AS ready`.execute(handle.db);
     await everyOperation(handle, "named@example.com");
     const first = await preparedOn(handle);
@@ -91,9 +90,9 @@ describe("statements compiled once run as named prepared statements on a server"
     expect(await preparedOn(handle)).toEqual(first);
   });
 
-  it("answers exactly what the same statements answer unnamed", async (context) => {
-    const namedHandle = open(context);
-    const unnamedHandle = open(context, false);
+  it("answers exactly what the same statements answer unnamed", async () => {
+    const namedHandle = open();
+    const unnamedHandle = open(false);
     // Emptied with the ids restarted before each run, so both runs make the same ids.
     const named = await everyOperation(namedHandle, "same@example.com");
     await database().truncate();
@@ -104,8 +103,8 @@ describe("statements compiled once run as named prepared statements on a server"
     expect(await preparedOn(unnamedHandle)).toEqual([]);
   });
 
-  it("keeps serving through a schema change that alters a statement's result type, and through an added column", async (context) => {
-    const handle = open(context);
+  it("keeps serving through a schema change that alters a statement's result type, and through an added column", async () => {
+    const handle = open();
     const posts = new PostgresPostRepository(handle.db);
     const users = new PostgresUserRepository(handle.db);
     const user = await users.create({
@@ -143,8 +142,8 @@ describe("statements compiled once run as named prepared statements on a server"
     expect(sameText.map((p) => p.name)).toContain(findById?.name);
   });
 
-  it("inside a transaction, fails the stale statement and runs the next attempt under a fresh name", async (context) => {
-    const handle = open(context);
+  it("inside a transaction, fails the stale statement and runs the next attempt under a fresh name", async () => {
+    const handle = open();
     const title = (db: Kysely<Database>) =>
       prepare(db, (p: { limit: number }) =>
         db.selectFrom("posts").select(["posts.title"]).orderBy("posts.id").limit(p.limit).compile(),
@@ -172,8 +171,8 @@ describe("statements compiled once run as named prepared statements on a server"
     expect(again).toEqual([{ title: "kept" }]);
   });
 
-  it("sends every statement unnamed when named statements are off", async (context) => {
-    const handle = open(context, false);
+  it("sends every statement unnamed when named statements are off", async () => {
+    const handle = open(false);
     await everyOperation(handle, "unnamed@example.com");
     expect(await preparedOn(handle)).toEqual([]);
   });

@@ -1,7 +1,8 @@
 import { createPostgresDatabase, type DatabaseHandle, isDatabaseUnavailable } from "@posts/adapters-postgres";
+import { describeNeeding } from "@posts/domain/testing/vitest";
 import { sql } from "kysely";
-import { afterEach, describe, expect, it } from "vitest";
-import { useTestDatabase } from "../use-test-database.js";
+import { afterEach, expect, it } from "vitest";
+import { postgres, serverUrl, useTestDatabase } from "../use-test-database.js";
 
 const failureOf = (promise: Promise<unknown>) =>
   promise.then(
@@ -13,17 +14,15 @@ const failureOf = (promise: Promise<unknown>) =>
 
 const selectOne = (handle: DatabaseHandle) => sql<{ one: number }>`SELECT 1 AS one`.execute(handle.db);
 
-describe("the pool behind Kysely", () => {
+describeNeeding(postgres, "the pool behind Kysely", () => {
   const database = useTestDatabase("postgres");
   const handles: DatabaseHandle[] = [];
   afterEach(async () => {
     await Promise.all(handles.splice(0).map((handle) => handle.close()));
   });
-  const open = (context: { skip(): void }, options: { poolSize: number; queryTimeoutMillis?: number }) => {
-    const connectionString = database().connectionString;
-    if (connectionString === undefined) context.skip();
+  const open = (options: { poolSize: number; queryTimeoutMillis?: number }) => {
     const handle = createPostgresDatabase({
-      connectionString: connectionString ?? "",
+      connectionString: serverUrl(database()),
       // Only the client's read timeout bounds a statement here: the server lets it run.
       statementTimeoutMillis: 0,
       ...options,
@@ -32,8 +31,8 @@ describe("the pool behind Kysely", () => {
     return handle;
   };
 
-  it("fails a statement unanswered past the read timeout as unavailable, and never reuses its connection", async (context) => {
-    const handle = open(context, { poolSize: 1, queryTimeoutMillis: 300 });
+  it("fails a statement unanswered past the read timeout as unavailable, and never reuses its connection", async () => {
+    const handle = open({ poolSize: 1, queryTimeoutMillis: 300 });
     await selectOne(handle);
 
     const started = performance.now();
@@ -48,8 +47,8 @@ describe("the pool behind Kysely", () => {
     expect(performance.now() - next).toBeLessThan(2000);
   });
 
-  it("answers rows, row counts and SQL errors as pg does", async (context) => {
-    const handle = open(context, { poolSize: 2, queryTimeoutMillis: 5000 });
+  it("answers rows, row counts and SQL errors as pg does", async () => {
+    const handle = open({ poolSize: 2, queryTimeoutMillis: 5000 });
     const rows = await sql<{ n: number; t: string }>`
       SELECT n, 'x' || n AS t FROM generate_series(1, 3) AS n`.execute(handle.db);
     expect(rows.rows).toEqual([
@@ -62,8 +61,8 @@ describe("the pool behind Kysely", () => {
     expect(isDatabaseUnavailable(error)).toBe(false);
   });
 
-  it("tells how many connections are open, idle and awaited", async (context) => {
-    const handle = open(context, { poolSize: 2 });
+  it("tells how many connections are open, idle and awaited", async () => {
+    const handle = open({ poolSize: 2 });
     expect(handle.poolStats?.()).toEqual({ max: 2, total: 0, idle: 0, waiting: 0 });
     await selectOne(handle);
     expect(handle.poolStats?.()).toEqual({ max: 2, total: 1, idle: 1, waiting: 0 });

@@ -1,9 +1,10 @@
 import { createServer, type Server, type Socket, connect as tcpConnect } from "node:net";
 import { setTimeout as sleep } from "node:timers/promises";
 import { createPostgresDatabase, isDatabaseUnavailable } from "@posts/adapters-postgres";
+import { describeNeeding } from "@posts/domain/testing/vitest";
 import { sql } from "kysely";
-import { afterEach, describe, expect, it } from "vitest";
-import { useTestDatabase } from "../use-test-database.js";
+import { afterEach, expect, it } from "vitest";
+import { postgres, serverUrl, useTestDatabase } from "../use-test-database.js";
 
 const failureOf = (promise: Promise<unknown>) =>
   promise.then(
@@ -62,17 +63,12 @@ class ResettingRelay {
   }
 }
 
-describe("a pooled connection that fails while checked out", () => {
+describeNeeding(postgres, "a pooled connection that fails while checked out", () => {
   const database = useTestDatabase("postgres");
   const cleanups: Array<() => Promise<void>> = [];
   afterEach(async () => {
     for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
   });
-  const serverUrl = (context: { skip(): void }): string => {
-    const url = database().connectionString;
-    if (url === undefined) context.skip();
-    return url ?? "";
-  };
   const open = (connectionString: string, applicationName: string, errors: Error[]) => {
     const handle = createPostgresDatabase({
       connectionString,
@@ -88,9 +84,9 @@ describe("a pooled connection that fails while checked out", () => {
       SELECT pg_terminate_backend(pid) AS terminated FROM pg_stat_activity
       WHERE application_name = ${applicationName}`.execute(database().db);
 
-  it("does not crash the process when the server ends it between statements, and reports it once", async (context) => {
+  it("does not crash the process when the server ends it between statements, and reports it once", async () => {
     const errors: Error[] = [];
-    const { db } = open(serverUrl(context), "terminated-while-checked-out", errors);
+    const { db } = open(serverUrl(database()), "terminated-while-checked-out", errors);
 
     const next = await db.connection().execute(async (connection) => {
       await sql`SELECT 1`.execute(connection);
@@ -107,8 +103,8 @@ describe("a pooled connection that fails while checked out", () => {
     expect((await sql<{ one: number }>`SELECT 1 AS one`.execute(db)).rows).toEqual([{ one: 1 }]);
   });
 
-  it("fails the statement it cuts short with an unavailability error, and the pool serves the next ones", async (context) => {
-    const url = new URL(serverUrl(context));
+  it("fails the statement it cuts short with an unavailability error, and the pool serves the next ones", async () => {
+    const url = new URL(serverUrl(database()));
     const relay = await ResettingRelay.start(url.hostname, Number(url.port || 5432));
     cleanups.push(() => relay.close());
     const errors: Error[] = [];

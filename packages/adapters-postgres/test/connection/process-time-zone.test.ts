@@ -1,6 +1,6 @@
 import { sql } from "kysely";
-import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { ENGINES, useTestDatabase } from "../use-test-database.js";
+import { afterAll, beforeAll, expect, it, vi } from "vitest";
+import { describeOnEachEngine, useTestDatabase } from "../use-test-database.js";
 
 // The whole file runs with the process in Newfoundland: a half-hour offset from UTC, with
 // daylight saving time. Set before the databases open, because PGlite copies the process
@@ -23,7 +23,7 @@ const INSTANTS = [
   "1999-12-31T23:59:59.999Z",
 ].map((iso) => new Date(iso));
 
-describe.each(ENGINES)("instants on %s with the process in another time zone", (engine) => {
+describeOnEachEngine("instants on %s with the process in another time zone", (engine) => {
   const database = useTestDatabase(engine);
 
   it("runs in the zone it claims to", () => {

@@ -1,23 +1,20 @@
 import { openTestDatabase, type TestDatabase } from "@posts/adapters-postgres/testing";
+import { describeNeeding } from "@posts/domain/testing/vitest";
 import pg from "pg";
 import { afterAll, afterEach, beforeAll, expect, it } from "vitest";
 import { postgresNotifications } from "../../src/connection/postgres-notifications.js";
-import { describeOnServer } from "../use-test-database.js";
+import { postgres, serverUrl } from "../use-test-database.js";
 
 // The listening session also runs the primary-position statement of the standby reads, prepared
 // once; the standby reads themselves are tested on real standbys in scripts/topology.
-describeOnServer("statements on the listening session", () => {
+describeNeeding(postgres, "statements on the listening session", () => {
   let database: TestDatabase;
   let observer: pg.Client;
   const sessions: ReturnType<typeof postgresNotifications>[] = [];
 
   beforeAll(async () => {
     database = await openTestDatabase("postgres", { migrate: false });
-    if (database.connectionString === undefined) {
-      // CI sets DATABASE_URL; a run there without a server must fail, not pass by skipping.
-      throw new Error("these tests need a PostgreSQL server: set DATABASE_URL=postgres://…");
-    }
-    observer = new pg.Client(database.connectionString);
+    observer = new pg.Client(serverUrl(database));
     await observer.connect();
   });
   afterEach(async () => {
@@ -34,7 +31,7 @@ describeOnServer("statements on the listening session", () => {
     opened += 1;
     const applicationName = `session-statements-${process.pid}-${opened}`;
     const session = postgresNotifications({
-      connectionString: database.connectionString as string,
+      connectionString: serverUrl(database),
       applicationName,
       ...(queryTimeoutMillis === undefined ? {} : { queryTimeoutMillis }),
     });

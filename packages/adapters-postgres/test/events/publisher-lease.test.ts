@@ -1,8 +1,9 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { embeddedPublisherLease, PostgresPublisherLease } from "@posts/adapters-postgres";
+import { describeNeeding } from "@posts/domain/testing/vitest";
 import { sql } from "kysely";
 import { afterEach, describe, expect, it } from "vitest";
-import { describeOnServer, useTestDatabase } from "../use-test-database.js";
+import { postgres, useTestDatabase } from "../use-test-database.js";
 
 async function until(condition: () => boolean | Promise<boolean>, what: string, timeoutMs = 10_000) {
   const deadline = performance.now() + timeoutMs;
@@ -12,7 +13,7 @@ async function until(condition: () => boolean | Promise<boolean>, what: string, 
   }
 }
 
-describeOnServer("PostgresPublisherLease", () => {
+describeNeeding(postgres, "PostgresPublisherLease", () => {
   const database = useTestDatabase("postgres");
   const leases: PostgresPublisherLease[] = [];
   const lease = (applicationName: string) => {

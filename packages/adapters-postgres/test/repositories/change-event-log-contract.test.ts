@@ -5,8 +5,9 @@ import {
 } from "@posts/adapters-postgres";
 import { openTestDatabase } from "@posts/adapters-postgres/testing";
 import { changeEventLogContract } from "@posts/domain/testing/vitest";
+import { describeOnEachEngine } from "../use-test-database.js";
 
-for (const engine of ["postgres", "pglite"] as const) {
+describeOnEachEngine("the change event log contract on %s", (engine) => {
   changeEventLogContract(`PostgresChangeEventLog on ${engine}`, async () => {
     const database = await openTestDatabase(engine);
     const events = new PostgresChangeEventLog(database.db, {
@@ -25,4 +26,4 @@ for (const engine of ["postgres", "pglite"] as const) {
       },
     };
   });
-}
+});

@@ -5,9 +5,10 @@ import {
   postRepositoryContract,
   userRepositoryContract,
 } from "@posts/domain/testing/vitest";
+import { describeOnEachEngine } from "../use-test-database.js";
 
 // One database per engine serves every suite, one after the other (the suites allow it).
-for (const engine of ["postgres", "pglite"] as const) {
+describeOnEachEngine("the repository contracts on %s", (engine) => {
   let opened: ReturnType<typeof openTestDatabase> | undefined;
   const open = async () => {
     opened ??= openTestDatabase(engine);
@@ -41,4 +42,4 @@ for (const engine of ["postgres", "pglite"] as const) {
     const db = await opened;
     return { counter: db.attempts, close: () => db.close() };
   });
-}
+});

@@ -2,12 +2,13 @@ import { createPostgresDatabase, PostgresPostRepository } from "@posts/adapters-
 import type { NewPost } from "@posts/domain";
 import { sql } from "kysely";
 import { describe, expect, it } from "vitest";
-import { ENGINES, useTestDatabase } from "../use-test-database.js";
+import { describeOnEachEngine, serverOnly, serverUrl, useTestDatabase } from "../use-test-database.js";
 
 const CREATED_AT = new Date("2026-11-27T10:15:30.123Z");
 
-describe.each(ENGINES)("creations of posts in one statement on %s", (engine) => {
+describeOnEachEngine("creations of posts in one statement on %s", (engine) => {
   const database = useTestDatabase(engine);
+  const onServer = serverOnly(engine);
   let authors = 0;
 
   async function setUp() {
@@ -232,45 +233,49 @@ describe.each(ENGINES)("creations of posts in one statement on %s", (engine) => 
       expect(rows).toEqual([{ count: 0 }]);
     });
 
-    it("lets statements of two instances claim the same keys in opposite orders without a deadlock", async (context) => {
-      const { connectionString } = database();
-      if (connectionString === undefined) return context.skip();
-      const instances = [1, 2].map(() => createPostgresDatabase({ connectionString, poolSize: 1 }));
-      try {
-        const { asked, author } = await setUp();
-        const [here, there] = instances.map((instance) => new PostgresPostRepository(instance.db));
-        if (here === undefined || there === undefined) throw new Error("unreachable");
-        const keys = Array.from({ length: 20 }, (_, i) => i);
-        // Each key's insert takes a few milliseconds, so that the two statements overlap for
-        // certain: in opposite orders, each would hold keys the other waits for.
-        await sql`
+    onServer.it(
+      "lets statements of two instances claim the same keys in opposite orders without a deadlock",
+      async () => {
+        const connectionString = serverUrl(database());
+        const instances = [1, 2].map(() => createPostgresDatabase({ connectionString, poolSize: 1 }));
+        try {
+          const { asked, author } = await setUp();
+          const [here, there] = instances.map((instance) => new PostgresPostRepository(instance.db));
+          if (here === undefined || there === undefined) throw new Error("unreachable");
+          const keys = Array.from({ length: 20 }, (_, i) => i);
+          // Each key's insert takes a few milliseconds, so that the two statements overlap for
+          // certain: in opposite orders, each would hold keys the other waits for.
+          await sql`
           CREATE FUNCTION idempotency_keys_slowly() RETURNS trigger LANGUAGE plpgsql AS $$
           BEGIN PERFORM pg_sleep(0.005); RETURN NEW; END $$`.execute(database().db);
-        await sql`
+          await sql`
           CREATE TRIGGER idempotency_keys_slowly BEFORE INSERT ON idempotency_keys
           FOR EACH ROW EXECUTE FUNCTION idempotency_keys_slowly()`.execute(database().db);
-        try {
-          for (let round = 0; round < 3; round++) {
-            const answers = await Promise.all([
-              ...keys.map((i) => keyed(here, asked(i), `round ${round} key ${i}`)),
-              ...[...keys].reverse().map((i) => keyed(there, asked(i), `round ${round} key ${i}`)),
-            ]);
-            expect(answers.every((answer) => answer.ok)).toBe(true);
-            expect(answers.filter((answer) => answer.ok && answer.value.replayed)).toHaveLength(keys.length);
+          try {
+            for (let round = 0; round < 3; round++) {
+              const answers = await Promise.all([
+                ...keys.map((i) => keyed(here, asked(i), `round ${round} key ${i}`)),
+                ...[...keys].reverse().map((i) => keyed(there, asked(i), `round ${round} key ${i}`)),
+              ]);
+              expect(answers.every((answer) => answer.ok)).toBe(true);
+              expect(answers.filter((answer) => answer.ok && answer.value.replayed)).toHaveLength(
+                keys.length,
+              );
+            }
+          } finally {
+            await sql`DROP TRIGGER idempotency_keys_slowly ON idempotency_keys`.execute(database().db);
+            await sql`DROP FUNCTION idempotency_keys_slowly()`.execute(database().db);
           }
-        } finally {
-          await sql`DROP TRIGGER idempotency_keys_slowly ON idempotency_keys`.execute(database().db);
-          await sql`DROP FUNCTION idempotency_keys_slowly()`.execute(database().db);
-        }
-        expect(await postsOf(author.id)).toBe(3 * keys.length);
-        const deadlocks = await sql<{ deadlocks: number }>`
+          expect(await postsOf(author.id)).toBe(3 * keys.length);
+          const deadlocks = await sql<{ deadlocks: number }>`
           SELECT pg_stat_force_next_flush(), deadlocks::int FROM pg_stat_database WHERE datname = current_database()`.execute(
-          database().db,
-        );
-        expect(deadlocks.rows[0]?.deadlocks).toBe(0);
-      } finally {
-        await Promise.all(instances.map((instance) => instance.close()));
-      }
-    });
+            database().db,
+          );
+          expect(deadlocks.rows[0]?.deadlocks).toBe(0);
+        } finally {
+          await Promise.all(instances.map((instance) => instance.close()));
+        }
+      },
+    );
   });
 });

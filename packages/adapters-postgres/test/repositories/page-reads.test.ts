@@ -1,8 +1,8 @@
 import { PostgresPostRepository, type RunStatement } from "@posts/adapters-postgres";
 import type { Post, PostPageQuery } from "@posts/domain";
 import { CompiledQuery } from "kysely";
-import { describe, expect, it } from "vitest";
-import { ENGINES, useTestDatabase } from "../use-test-database.js";
+import { expect, it } from "vitest";
+import { describeOnEachEngine, useTestDatabase } from "../use-test-database.js";
 
 const CREATED_AT = new Date("2026-11-28T10:15:30.123Z");
 
@@ -16,7 +16,7 @@ const MODES = [
   ["through a cache", { cache: { maxBytes: 64 * 1024 * 1024, alwaysThroughCache: true } }],
 ] as const;
 
-describe.each(ENGINES)("pages read together on %s", (engine) => {
+describeOnEachEngine("pages read together on %s", (engine) => {
   const database = useTestDatabase(engine);
   let run = 0;
 

@@ -1,11 +1,11 @@
 import { PostgresPostRepository, type RunStatement } from "@posts/adapters-postgres";
 import { CompiledQuery } from "kysely";
-import { describe, expect, it } from "vitest";
-import { ENGINES, useTestDatabase } from "../use-test-database.js";
+import { expect, it } from "vitest";
+import { describeOnEachEngine, useTestDatabase } from "../use-test-database.js";
 
 const CREATED_AT = new Date("2026-11-24T10:15:30.123Z");
 
-describe.each(ENGINES)("lookups of one post by id on %s", (engine) => {
+describeOnEachEngine("lookups of one post by id on %s", (engine) => {
   const database = useTestDatabase(engine);
   let authors = 0;
 

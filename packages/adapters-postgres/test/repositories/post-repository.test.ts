@@ -3,7 +3,7 @@ import type { TestDatabase } from "@posts/adapters-postgres/testing";
 import type { Post, PostUpdate, Result } from "@posts/domain";
 import { sql } from "kysely";
 import { beforeEach, describe, expect, it } from "vitest";
-import { ENGINES, useTestDatabase } from "../use-test-database.js";
+import { describeOnEachEngine, serverOnly, serverUrl, useTestDatabase } from "../use-test-database.js";
 import { untilBlocked, whileLocked } from "../while-locked.js";
 
 const CREATED_AT = new Date("2026-11-22T10:15:30.123Z");
@@ -57,10 +57,10 @@ async function whileUserLocked<T>(
   return (await Promise.all(pending)).flat();
 }
 
-describe.each(ENGINES)("PostgresPostRepository on %s", (engine) => {
+describeOnEachEngine("PostgresPostRepository on %s", (engine) => {
   const database = useTestDatabase(engine);
+  const onServer = serverOnly(engine);
   beforeEach(async () => database().truncate());
-  const onServer = () => database().connectionString !== undefined;
 
   it("loses no change when 20 partial updates of different fields run at once", async () => {
     const author = await anAuthor(database());
@@ -161,62 +161,68 @@ describe.each(ENGINES)("PostgresPostRepository on %s", (engine) => {
     expect(pages.flat()).toEqual([...mine].reverse());
   });
 
-  it("answers undefined when the author is deleted between reading and inserting (FK violation)", async (context) => {
-    if (!onServer()) context.skip();
-    const author = await anAuthor(database());
-    const created = await whileLocked(database(), sql`DELETE FROM users WHERE id = ${author.id}`, () =>
-      database().posts.create({ authorId: author.id, title: "t", content: "c", createdAt: CREATED_AT }),
-    );
-    expect(created).toBeUndefined();
-    expect(await database().posts.listPage({ limit: 10 })).toEqual([]);
-  });
+  onServer.it(
+    "answers undefined when the author is deleted between reading and inserting (FK violation)",
+    async () => {
+      const author = await anAuthor(database());
+      const created = await whileLocked(database(), sql`DELETE FROM users WHERE id = ${author.id}`, () =>
+        database().posts.create({ authorId: author.id, title: "t", content: "c", createdAt: CREATED_AT }),
+      );
+      expect(created).toBeUndefined();
+      expect(await database().posts.listPage({ limit: 10 })).toEqual([]);
+    },
+  );
 
-  it("answers not-found when the post is deleted while an update or a delete waits for it", async (context) => {
-    if (!onServer()) context.skip();
-    const author = await anAuthor(database());
-    const first = await aPost(database(), author.id);
-    const updated: Result<Post, string> = await whileLocked(
-      database(),
-      sql`DELETE FROM posts WHERE id = ${first.id}`,
-      () =>
-        database().posts.update({
-          id: first.id,
-          authorId: author.id,
-          changes: { title: "x" },
-          now: CREATED_AT,
-        }),
-    );
-    expect(updated).toStrictEqual({ ok: false, error: "not-found" });
+  onServer.it(
+    "answers not-found when the post is deleted while an update or a delete waits for it",
+    async () => {
+      const author = await anAuthor(database());
+      const first = await aPost(database(), author.id);
+      const updated: Result<Post, string> = await whileLocked(
+        database(),
+        sql`DELETE FROM posts WHERE id = ${first.id}`,
+        () =>
+          database().posts.update({
+            id: first.id,
+            authorId: author.id,
+            changes: { title: "x" },
+            now: CREATED_AT,
+          }),
+      );
+      expect(updated).toStrictEqual({ ok: false, error: "not-found" });
 
-    const second = await aPost(database(), author.id);
-    const deleted = await whileLocked(database(), sql`DELETE FROM posts WHERE id = ${second.id}`, () =>
-      database().posts.delete({ id: second.id, authorId: author.id }),
-    );
-    expect(deleted).toStrictEqual({ ok: false, error: "not-found" });
-  });
+      const second = await aPost(database(), author.id);
+      const deleted = await whileLocked(database(), sql`DELETE FROM posts WHERE id = ${second.id}`, () =>
+        database().posts.delete({ id: second.id, authorId: author.id }),
+      );
+      expect(deleted).toStrictEqual({ ok: false, error: "not-found" });
+    },
+  );
 
-  it("sees the title a concurrent transaction committed while its content update waited", async (context) => {
-    if (!onServer()) context.skip();
-    const author = await anAuthor(database());
-    const post = await aPost(database(), author.id, { title: "old", content: "old" });
-    const updated = await whileLocked(
-      database(),
-      sql`UPDATE posts SET title = 'committed meanwhile' WHERE id = ${post.id}`,
-      () =>
-        database().posts.update({
-          id: post.id,
-          authorId: author.id,
-          changes: { content: "new" },
-          now: CREATED_AT,
-        }),
-    );
-    expect(updated.ok && { title: updated.value.title, content: updated.value.content }).toEqual({
-      title: "committed meanwhile",
-      content: "new",
-    });
-  });
+  onServer.it(
+    "sees the title a concurrent transaction committed while its content update waited",
+    async () => {
+      const author = await anAuthor(database());
+      const post = await aPost(database(), author.id, { title: "old", content: "old" });
+      const updated = await whileLocked(
+        database(),
+        sql`UPDATE posts SET title = 'committed meanwhile' WHERE id = ${post.id}`,
+        () =>
+          database().posts.update({
+            id: post.id,
+            authorId: author.id,
+            changes: { content: "new" },
+            now: CREATED_AT,
+          }),
+      );
+      expect(updated.ok && { title: updated.value.title, content: updated.value.content }).toEqual({
+        title: "committed meanwhile",
+        content: "new",
+      });
+    },
+  );
 
-  describe("conditional writes under concurrency", () => {
+  onServer.describe("conditional writes under concurrency", () => {
     const conditionalTitle = (post: Post, expectedVersions: readonly Date[]) =>
       database().posts.update({
         id: post.id,
@@ -226,8 +232,7 @@ describe.each(ENGINES)("PostgresPostRepository on %s", (engine) => {
         expectedVersions,
       });
 
-    it("an update waiting for a concurrent change of the version answers version-mismatch", async (context) => {
-      if (!onServer()) context.skip();
+    it("an update waiting for a concurrent change of the version answers version-mismatch", async () => {
       const author = await anAuthor(database());
       const post = await aPost(database(), author.id);
       const moved = sql`UPDATE posts SET updated_at = updated_at + interval '1 millisecond' WHERE id = ${post.id}`;
@@ -240,8 +245,7 @@ describe.each(ENGINES)("PostgresPostRepository on %s", (engine) => {
       expect((await database().posts.findById(post.id))?.title).toBe(post.title);
     });
 
-    it("a deletion waiting for a concurrent change of the version answers version-mismatch", async (context) => {
-      if (!onServer()) context.skip();
+    it("a deletion waiting for a concurrent change of the version answers version-mismatch", async () => {
       const author = await anAuthor(database());
       const post = await aPost(database(), author.id);
       const moved = sql`UPDATE posts SET updated_at = updated_at + interval '1 millisecond' WHERE id = ${post.id}`;
@@ -252,8 +256,7 @@ describe.each(ENGINES)("PostgresPostRepository on %s", (engine) => {
       expect(await database().posts.findById(post.id)).toBeDefined();
     });
 
-    it("an update or a deletion waiting for a concurrent deletion answers not-found", async (context) => {
-      if (!onServer()) context.skip();
+    it("an update or a deletion waiting for a concurrent deletion answers not-found", async () => {
       const author = await anAuthor(database());
       const first = await aPost(database(), author.id);
       const gone = (post: Post) => sql`DELETE FROM posts WHERE id = ${post.id}`;
@@ -272,8 +275,7 @@ describe.each(ENGINES)("PostgresPostRepository on %s", (engine) => {
       ).toStrictEqual({ ok: false, error: "not-found" });
     });
 
-    it("an update expecting the version a waited-for change rolled back from still happens", async (context) => {
-      if (!onServer()) context.skip();
+    it("an update expecting the version a waited-for change rolled back from still happens", async () => {
       const author = await anAuthor(database());
       const post = await aPost(database(), author.id);
       const moved = sql`UPDATE posts SET updated_at = updated_at + interval '1 millisecond' WHERE id = ${post.id}`;
@@ -299,8 +301,7 @@ describe.each(ENGINES)("PostgresPostRepository on %s", (engine) => {
           SELECT user_id, key, post_id FROM idempotency_keys ORDER BY user_id, key`.execute(database().db)
       ).rows;
 
-    it("a creation that waits for a twin holding its key answers the twin's post", async (context) => {
-      if (!onServer()) context.skip();
+    onServer.it("a creation that waits for a twin holding its key answers the twin's post", async () => {
       const author = await anAuthor(database());
       const results = await whileUserLocked(database(), author.id, [
         () => create(author.id, "twin"),
@@ -315,9 +316,8 @@ describe.each(ENGINES)("PostgresPostRepository on %s", (engine) => {
       expect(await keyRows()).toEqual([{ user_id: author.id, key: "twin", post_id: posts[0]?.id }]);
     });
 
-    it("a creation that waits for a twin whose statement fails takes the key itself", async (context) => {
-      const { connectionString } = database();
-      if (connectionString === undefined) return context.skip();
+    onServer.it("a creation that waits for a twin whose statement fails takes the key itself", async () => {
+      const connectionString = serverUrl(database());
       // The twin gives up after 1.5 s: it claims the key (the second creation then waits on it)
       // and waits on the locked user, whose row its foreign keys check when its statement ends.
       const twinDatabase = createPostgresDatabase({
@@ -358,40 +358,44 @@ describe.each(ENGINES)("PostgresPostRepository on %s", (engine) => {
       }
     });
 
-    it("answers author-gone, storing nothing, when the author is deleted while the claim waits", async (context) => {
-      if (!onServer()) context.skip();
-      const author = await anAuthor(database());
-      const created = await whileLocked(database(), sql`DELETE FROM users WHERE id = ${author.id}`, () =>
-        create(author.id, "orphan"),
-      );
-      expect(created).toStrictEqual({ ok: false, error: "author-gone" });
-      expect(await database().posts.listPage({ limit: 10 })).toEqual([]);
-      expect(await keyRows()).toEqual([]);
-    });
-
-    it("creations with one key through several pools (instances) at once store one post", async (context) => {
-      const { connectionString } = database();
-      if (connectionString === undefined) return context.skip();
-      const instances = [1, 2, 3].map(() => createPostgresDatabase({ connectionString, poolSize: 5 }));
-      try {
+    onServer.it(
+      "answers author-gone, storing nothing, when the author is deleted while the claim waits",
+      async () => {
         const author = await anAuthor(database());
-        const repositories = instances.map((instance) => new PostgresPostRepository(instance.db));
-        const results = await Promise.all(
-          Array.from({ length: 21 }, (_, i) =>
-            (repositories[i % repositories.length] as PostgresPostRepository).createIdempotently(
-              { authorId: author.id, title: "t", content: "c", createdAt: CREATED_AT },
-              { key: "shared", expiresAt: new Date(CREATED_AT.getTime() + 60_000) },
-            ),
-          ),
+        const created = await whileLocked(database(), sql`DELETE FROM users WHERE id = ${author.id}`, () =>
+          create(author.id, "orphan"),
         );
-        const posts = await database().posts.listPage({ limit: 10 });
-        expect(posts).toHaveLength(1);
-        expect(results.filter((result) => result.ok && !result.value.replayed)).toHaveLength(1);
-        expect(results.every((result) => result.ok && result.value.id === posts[0]?.id)).toBe(true);
-      } finally {
-        await Promise.all(instances.map((instance) => instance.close()));
-      }
-    });
+        expect(created).toStrictEqual({ ok: false, error: "author-gone" });
+        expect(await database().posts.listPage({ limit: 10 })).toEqual([]);
+        expect(await keyRows()).toEqual([]);
+      },
+    );
+
+    onServer.it(
+      "creations with one key through several pools (instances) at once store one post",
+      async () => {
+        const connectionString = serverUrl(database());
+        const instances = [1, 2, 3].map(() => createPostgresDatabase({ connectionString, poolSize: 5 }));
+        try {
+          const author = await anAuthor(database());
+          const repositories = instances.map((instance) => new PostgresPostRepository(instance.db));
+          const results = await Promise.all(
+            Array.from({ length: 21 }, (_, i) =>
+              (repositories[i % repositories.length] as PostgresPostRepository).createIdempotently(
+                { authorId: author.id, title: "t", content: "c", createdAt: CREATED_AT },
+                { key: "shared", expiresAt: new Date(CREATED_AT.getTime() + 60_000) },
+              ),
+            ),
+          );
+          const posts = await database().posts.listPage({ limit: 10 });
+          expect(posts).toHaveLength(1);
+          expect(results.filter((result) => result.ok && !result.value.replayed)).toHaveLength(1);
+          expect(results.every((result) => result.ok && result.value.id === posts[0]?.id)).toBe(true);
+        } finally {
+          await Promise.all(instances.map((instance) => instance.close()));
+        }
+      },
+    );
 
     it("an expired key taken over by several creations at once makes one new post", async () => {
       const author = await anAuthor(database());

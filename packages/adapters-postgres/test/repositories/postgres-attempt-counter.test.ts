@@ -1,7 +1,7 @@
 import { PostgresAttemptCounter } from "@posts/adapters-postgres";
 import { type KyselyPlugin, sql } from "kysely";
-import { describe, expect, it } from "vitest";
-import { ENGINES, useTestDatabase } from "../use-test-database.js";
+import { expect, it } from "vitest";
+import { describeOnEachEngine, serverOnly, useTestDatabase } from "../use-test-database.js";
 
 const NOW = new Date("2026-11-22T10:15:30.123Z");
 const MINUTE = 60_000;
@@ -25,8 +25,9 @@ const median = (values: readonly number[]) =>
   [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? 0;
 
 // The behaviour is the contract suite's (contract.test.ts); these are the adapter's own promises.
-describe.each(ENGINES)("PostgresAttemptCounter on %s", (engine) => {
+describeOnEachEngine("PostgresAttemptCounter on %s", (engine) => {
   const database = useTestDatabase(engine);
+  const onServer = serverOnly(engine);
 
   it("reads the two keys of a login in one statement, and increments in one", async () => {
     const statements = statementCounter();
@@ -52,11 +53,9 @@ describe.each(ENGINES)("PostgresAttemptCounter on %s", (engine) => {
     expect(plan.rows.map((row) => row["QUERY PLAN"]).join("\n")).toContain("attempt_counts_reset_at_idx");
   });
 
-  it.runIf(engine === "postgres")(
+  onServer.it(
     "costs a login one round trip on a PostgreSQL server: the read of two keys among many, against SELECT 1",
-    async (context) => {
-      // Without DATABASE_URL or a container runtime, "postgres" falls back to PGlite: nothing to measure.
-      if (database().engine !== "postgres") context.skip();
+    async () => {
       const { db, attempts } = database();
       // Many live windows, as under an attack from many addresses: the read must not scan them.
       await sql`

@@ -1,8 +1,8 @@
 import { PostgresPostRepository, PostgresUserRepository, type RunStatement } from "@posts/adapters-postgres";
 import type { TestDatabase } from "@posts/adapters-postgres/testing";
 import { CompiledQuery } from "kysely";
-import { describe, expect, it } from "vitest";
-import { ENGINES, useTestDatabase } from "../use-test-database.js";
+import { expect, it } from "vitest";
+import { describeOnEachEngine, useTestDatabase } from "../use-test-database.js";
 
 const CREATED_AT = new Date("2026-11-22T10:15:30.123Z");
 
@@ -30,7 +30,7 @@ const plainReads = (texts: readonly string[]) =>
       !/\b(insert|update|delete|for\s+(no\s+key\s+)?update|for\s+(key\s+)?share)\b/i.test(text),
   );
 
-describe.each(ENGINES)("readStatements on %s", (engine) => {
+describeOnEachEngine("readStatements on %s", (engine) => {
   const database = useTestDatabase(engine);
 
   it("carries exactly the post reads a standby may answer (by id, pages, searches), and no write", async () => {

@@ -1,13 +1,14 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { createPostgresDatabase, type Database, PostgresPostRepository } from "@posts/adapters-postgres";
 import { encodeCursor, listPosts, type SearchPageQuery } from "@posts/domain";
+import { describeNeeding } from "@posts/domain/testing/vitest";
 import { CompiledQuery, Kysely, PostgresDialect, sql } from "kysely";
 import pg from "pg";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, expect, it } from "vitest";
 import { DIRECT_STATEMENTS } from "../../src/connection/direct-statements.js";
 import { poolForKysely } from "../../src/connection/pool-for-kysely.js";
 import { nodesOf, type ObservedDatabase, observedDatabase, seedPosts } from "../seeded-posts.js";
-import { useTestDatabase } from "../use-test-database.js";
+import { postgres, serverUrl, useTestDatabase } from "../use-test-database.js";
 import { untilBlocked } from "../while-locked.js";
 
 const POSTS = 20_000;
@@ -25,7 +26,7 @@ const EVERY_PAGE_ITS_OWN = { searchResultIds: 0 };
 
 // The case that made searches take seconds: every match among the oldest posts, so that a
 // newest-first walk filtering row by row reads almost the whole table before its first match.
-describe("search pages on a PostgreSQL server", () => {
+describeNeeding(postgres, "search pages on a PostgreSQL server", () => {
   const database = useTestDatabase("postgres");
   let observed: ObservedDatabase | undefined;
   /** The posts' ids, oldest first. */
@@ -59,8 +60,8 @@ describe("search pages on a PostgreSQL server", () => {
     await observed?.destroy();
   });
 
-  it("read at most the budget whatever the term, and walk to the oldest matches page by page", async (context) => {
-    if (observed === undefined) return context.skip();
+  it("read at most the budget whatever the term, and walk to the oldest matches page by page", async () => {
+    if (observed === undefined) throw new Error("the posts were not seeded");
     const newest = ids.at(-1) as number;
     const oldest = ids.slice(0, 5).reverse();
 
@@ -125,9 +126,9 @@ describe("search pages on a PostgreSQL server", () => {
     });
   }, 60_000);
 
-  it("take the trigram step after a first walk of a tenth of the budget for a rare term, after the whole walk for a denser one, never for a page the walk fills", async (context) => {
-    const { connectionString } = database();
-    if (connectionString === undefined || observed === undefined) return context.skip();
+  it("take the trigram step after a first walk of a tenth of the budget for a rare term, after the whole walk for a denser one, never for a page the walk fills", async () => {
+    const connectionString = serverUrl(database());
+    if (observed === undefined) throw new Error("the posts were not seeded");
     // A Kysely on a pool of its own, made as a server's: walks go through its direct runner,
     // which records them here; the step through Kysely, whose log records it.
     const pool = new pg.Pool({ connectionString, max: 1 });
@@ -311,9 +312,8 @@ describe("search pages on a PostgreSQL server", () => {
     }
   }, 60_000);
 
-  it("give a term remembered as rare more time for its step, retry a step out of time a second later, and take a step in time as word that its posting lists are short", async (context) => {
-    const { connectionString } = database();
-    if (connectionString === undefined) return context.skip();
+  it("give a term remembered as rare more time for its step, retry a step out of time a second later, and take a step in time as word that its posting lists are short", async () => {
+    const connectionString = serverUrl(database());
     const STEP_MS = 400;
     const handle = createPostgresDatabase({ connectionString, poolSize: 2 });
     const locker = new pg.Client({ connectionString });
@@ -389,9 +389,8 @@ describe("search pages on a PostgreSQL server", () => {
     }
   }, 60_000);
 
-  it("take the step on one process without JIT, however large the table looks to the planner", async (context) => {
-    const { connectionString } = database();
-    if (connectionString === undefined) return context.skip();
+  it("take the step on one process without JIT, however large the table looks to the planner", async () => {
+    const connectionString = serverUrl(database());
     // A session that would compile and parallelise any plan, as ten million posts make the
     // step's generic plan look to the planner, and that hands every plan it runs to the client.
     type Explained = { readonly Plan: Parameters<typeof nodesOf>[0]; readonly JIT?: unknown };
@@ -468,9 +467,9 @@ describe("search pages on a PostgreSQL server", () => {
     }
   }, 60_000);
 
-  it("leave the step's connection as it was, whether the step answers, gives up or runs out of time", async (context) => {
-    const { connectionString } = database();
-    if (connectionString === undefined || observed === undefined) return context.skip();
+  it("leave the step's connection as it was, whether the step answers, gives up or runs out of time", async () => {
+    const connectionString = serverUrl(database());
+    if (observed === undefined) throw new Error("the posts were not seeded");
     // One connection, named statements, the service's own statement timeout: what follows a
     // step runs where it ran.
     const handle = createPostgresDatabase({ connectionString, poolSize: 1, statementTimeoutMillis: 4000 });

@@ -4,16 +4,17 @@ import {
   type SearchResultsStats,
 } from "@posts/adapters-postgres";
 import type { Post, SearchPageQuery } from "@posts/domain";
+import { describeNeeding } from "@posts/domain/testing/vitest";
 import pg from "pg";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, expect, it } from "vitest";
 import { seedPosts } from "../seeded-posts.js";
-import { useTestDatabase } from "../use-test-database.js";
+import { postgres, useTestDatabase } from "../use-test-database.js";
 
 const POSTS = 5_000;
 const BUDGET = 1000;
 
 // The matches a trigram step counted, kept for a rare term's next pages while no post changes.
-describe("a rare term's matches kept for its next pages, on a PostgreSQL server", () => {
+describeNeeding(postgres, "a rare term's matches kept for its next pages, on a PostgreSQL server", () => {
   const database = useTestDatabase("postgres");
   let pool: pg.Pool | undefined;
   let events: PostgresChangeEventLog | undefined;
@@ -69,8 +70,8 @@ describe("a rare term's matches kept for its next pages, on a PostgreSQL server"
     await pool?.end();
   });
 
-  it("answer every page as the step would, and again by id while no post changes", async (context) => {
-    if (pool === undefined || events === undefined) return context.skip();
+  it("answer every page as the step would, and again by id while no post changes", async () => {
+    if (pool === undefined || events === undefined) throw new Error("the posts were not seeded");
     const kept = repository();
     const without = repository(0);
     const stats = () => kept.searchResultStats();
@@ -99,8 +100,8 @@ describe("a rare term's matches kept for its next pages, on a PostgreSQL server"
     expect(stats()).toMatchObject({ stores: 4, terms: 2 });
   }, 60_000);
 
-  it("count again after any change: by another process, numbered or not, by this one, or a TRUNCATE", async (context) => {
-    if (pool === undefined || events === undefined) return context.skip();
+  it("count again after any change: by another process, numbered or not, by this one, or a TRUNCATE", async () => {
+    if (pool === undefined || events === undefined) throw new Error("the posts were not seeded");
     await events.numberPending();
     const kept = repository();
     const without = repository(0);

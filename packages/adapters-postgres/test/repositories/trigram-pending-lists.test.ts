@@ -1,7 +1,8 @@
 import { PostgresPostRepository, TrigramPendingListCleaner } from "@posts/adapters-postgres";
+import { describeNeeding } from "@posts/domain/testing/vitest";
 import { sql } from "kysely";
-import { beforeEach, describe, expect, it } from "vitest";
-import { useTestDatabase } from "../use-test-database.js";
+import { beforeEach, expect, it } from "vitest";
+import { postgres, useTestDatabase } from "../use-test-database.js";
 import { untilBlocked } from "../while-locked.js";
 
 const CREATED_AT = new Date("2026-11-28T09:00:00.000Z");
@@ -9,10 +10,9 @@ const POSTS = 50;
 
 // On a server only: PGlite runs every statement on its one connection, so a merge there could
 // only queue behind the requests (the app makes no cleaner for it).
-describe("the trigram indexes' pending lists merged after writes", () => {
+describeNeeding(postgres, "the trigram indexes' pending lists merged after writes", () => {
   const database = useTestDatabase("postgres");
   beforeEach(async () => database().truncate());
-  const onServer = () => database().connectionString !== undefined;
   let authors = 0;
 
   async function anAuthor(): Promise<number> {
@@ -55,8 +55,7 @@ describe("the trigram indexes' pending lists merged after writes", () => {
     return rows[0]?.left ?? -1;
   }
 
-  it("leaves nothing pending once the writes' merges are done (writes alone leave pages)", async (context) => {
-    if (!onServer()) context.skip();
+  it("leaves nothing pending once the writes' merges are done (writes alone leave pages)", async () => {
     const authorId = await anAuthor();
     await pagesLeft();
 
@@ -76,8 +75,7 @@ describe("the trigram indexes' pending lists merged after writes", () => {
     }
   });
 
-  it("merges nothing until it is woken, and nothing that was due when it closed", async (context) => {
-    if (!onServer()) context.skip();
+  it("merges nothing until it is woken, and nothing that was due when it closed", async () => {
     const authorId = await anAuthor();
     await pagesLeft();
     const cleaner = new TrigramPendingListCleaner(database().db, { intervalMs: 50 });
@@ -93,8 +91,7 @@ describe("the trigram indexes' pending lists merged after writes", () => {
     expect(await pagesLeft()).toBeGreaterThan(0);
   });
 
-  it("reports a merge that failed, and merges at the next write", async (context) => {
-    if (!onServer()) context.skip();
+  it("reports a merge that failed, and merges at the next write", async () => {
     const authorId = await anAuthor();
     const errors: unknown[] = [];
     const cleaner = new TrigramPendingListCleaner(database().db, {

@@ -1,8 +1,8 @@
 import { PostgresPostRepository } from "@posts/adapters-postgres";
 import type { Post, PostUpdate } from "@posts/domain";
 import { sql } from "kysely";
-import { beforeEach, describe, expect, it } from "vitest";
-import { ENGINES, useTestDatabase } from "../use-test-database.js";
+import { beforeEach, expect, it } from "vitest";
+import { describeOnEachEngine, serverOnly, useTestDatabase } from "../use-test-database.js";
 import { whileLocked } from "../while-locked.js";
 
 const CREATED_AT = new Date("2026-11-27T10:15:30.123Z");
@@ -10,10 +10,10 @@ const LATER = new Date(CREATED_AT.getTime() + 60_000);
 
 // Updates asked for in one turn of the event loop share a statement (owned-writes.ts); each must
 // be answered exactly as it would be alone.
-describe.each(ENGINES)("updates of posts in one statement on %s", (engine) => {
+describeOnEachEngine("updates of posts in one statement on %s", (engine) => {
   const database = useTestDatabase(engine);
+  const onServer = serverOnly(engine);
   beforeEach(async () => database().truncate());
-  const onServer = () => database().connectionString !== undefined;
   let authors = 0;
 
   async function anAuthor() {
@@ -139,9 +139,8 @@ describe.each(ENGINES)("updates of posts in one statement on %s", (engine) => {
     expect((await database().posts.findById(p2.id))?.title).toBe("fine");
   });
 
-  describe("waiting for a concurrent write", () => {
-    it("answers version-mismatch, not-found or the change, as alone, beside an update that did not wait", async (context) => {
-      if (!onServer()) context.skip();
+  onServer.describe("waiting for a concurrent write", () => {
+    it("answers version-mismatch, not-found or the change, as alone, beside an update that did not wait", async () => {
       const author = await anAuthor();
       // The contended post's conditional update and another post's update, in one statement,
       // while another transaction holds `lock` on the contended one and then ends as `then` says.
@@ -185,8 +184,7 @@ describe.each(ENGINES)("updates of posts in one statement on %s", (engine) => {
       ]);
     });
 
-    it("lets statements of two processes update the same posts in opposite orders without a deadlock", async (context) => {
-      if (!onServer()) context.skip();
+    it("lets statements of two processes update the same posts in opposite orders without a deadlock", async () => {
       const author = await anAuthor();
       const posts = await Promise.all(Array.from({ length: 6 }, () => aPost(author.id)));
       // As many posts as make the planner visit a statement's posts in the order asked (an

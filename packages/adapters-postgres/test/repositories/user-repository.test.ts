@@ -1,10 +1,10 @@
 import { sql } from "kysely";
-import { beforeEach, describe, expect, it } from "vitest";
-import { ENGINES, useTestDatabase } from "../use-test-database.js";
+import { beforeEach, expect, it } from "vitest";
+import { describeOnEachEngine, useTestDatabase } from "../use-test-database.js";
 
 const REGISTERED_AT = new Date("2026-11-22T10:15:30.123Z");
 
-describe.each(ENGINES)("PostgresUserRepository on %s", (engine) => {
+describeOnEachEngine("PostgresUserRepository on %s", (engine) => {
   const database = useTestDatabase(engine);
   beforeEach(async () => database().truncate());
   const create = (email: string) =>

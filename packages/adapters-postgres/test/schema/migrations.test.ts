@@ -10,7 +10,7 @@ import { migrateTo } from "@posts/adapters-postgres/testing";
 import { Kysely, PostgresDialect, sql } from "kysely";
 import pg from "pg";
 import { describe, expect, it } from "vitest";
-import { ENGINES, useTestDatabase } from "../use-test-database.js";
+import { describeOnEachEngine, serverOnly, serverUrl, useTestDatabase } from "../use-test-database.js";
 
 const ALL = [
   "0001_create_users",
@@ -35,9 +35,10 @@ const TABLES = [
 
 // The tests of each engine share one database and run in order: from empty, again, from empty
 // with several migrators, after a failure; then the schema the migrations made.
-describe.each(ENGINES)("migrations on %s", (engine) => {
+describeOnEachEngine("migrations on %s", (engine) => {
   const database = useTestDatabase(engine, { migrate: false });
   const db = () => database().db;
+  const onServer = serverOnly(engine);
 
   const tables = async () =>
     (
@@ -111,24 +112,24 @@ describe.each(ENGINES)("migrations on %s", (engine) => {
     expect((await migrateToLatest(db())).applied).toEqual(ALL);
   });
 
-  it("refuses a Kysely instance whose adapter takes Kysely's session-level migration lock", async ({
-    skip,
-  }) => {
-    const { connectionString } = database();
-    if (connectionString === undefined)
-      return skip("a PGlite database has no pool to open another Kysely on");
-    const pool = new pg.Pool({ connectionString, max: 1 });
-    const stock = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
-    try {
-      const failure = await migrateToLatest(stock).then(
-        () => undefined,
-        (error: Error) => error,
-      );
-      expect(failure?.message).toMatch(/needs? a database opened by createPostgresDatabase/);
-    } finally {
-      await stock.destroy();
-    }
-  });
+  // A PGlite database has no pool to open another Kysely on.
+  onServer.it(
+    "refuses a Kysely instance whose adapter takes Kysely's session-level migration lock",
+    async () => {
+      const connectionString = serverUrl(database());
+      const pool = new pg.Pool({ connectionString, max: 1 });
+      const stock = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+      try {
+        const failure = await migrateToLatest(stock).then(
+          () => undefined,
+          (error: Error) => error,
+        );
+        expect(failure?.message).toMatch(/needs? a database opened by createPostgresDatabase/);
+      } finally {
+        await stock.destroy();
+      }
+    },
+  );
 
   it("gives the columns the types, limits and defaults the service relies on", async () => {
     const columns = await sql<{
@@ -266,7 +267,7 @@ describe.each(ENGINES)("migrations on %s", (engine) => {
   });
 });
 
-describe.each(ENGINES)("upgrading a filled database on %s", (engine) => {
+describeOnEachEngine("upgrading a filled database on %s", (engine) => {
   const database = useTestDatabase(engine, { migrate: false });
   const db = () => database().db;
 

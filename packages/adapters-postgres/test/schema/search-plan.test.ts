@@ -1,17 +1,17 @@
 import { PostgresPostRepository } from "@posts/adapters-postgres";
-import { describe, expect, it } from "vitest";
+import { describeNeeding } from "@posts/domain/testing/vitest";
+import { expect, it } from "vitest";
 import { observedDatabase, seedPosts } from "../seeded-posts.js";
-import { useTestDatabase } from "../use-test-database.js";
+import { postgres, serverUrl, useTestDatabase } from "../use-test-database.js";
 
 const POSTS = 50_000;
 
 // What the planner chooses on a server's statistics is what matters to the service at scale.
-describe("search plans on a PostgreSQL server", () => {
+describeNeeding(postgres, "search plans on a PostgreSQL server", () => {
   const database = useTestDatabase("postgres");
 
-  it("answers a 3-character search of a rare term from the trigram indexes, not by reading the table", async (context) => {
-    const { connectionString } = database();
-    if (connectionString === undefined) return context.skip();
+  it("answers a 3-character search of a rare term from the trigram indexes, not by reading the table", async () => {
+    const connectionString = serverUrl(database());
     const observed = observedDatabase(connectionString);
     try {
       // ANALYZE samples 300 rows per unit of a column's statistics target (30,000 by default, fewer

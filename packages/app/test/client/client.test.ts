@@ -1,13 +1,10 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { postgresForTests } from "@posts/adapters-postgres/testing";
+import { describeNeeding } from "@posts/domain/testing/vitest";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import {
-  DATABASE_URL,
-  describeOnPostgres,
-  serverOf,
-  useSuiteDatabase,
-} from "../reliability/postgres-suite.js";
+import { serverOf, useSuiteDatabase } from "../reliability/postgres-suite.js";
 import { TcpProxy } from "../reliability/tcp-proxy.js";
 import { type ListeningService, startService, TEST_JWT_SECRET } from "../support/service-process.js";
 import {
@@ -85,7 +82,8 @@ describe("@posts/client on the service with the embedded database (PGlite), a re
   });
 });
 
-describeOnPostgres(
+describeNeeding(
+  await postgresForTests(),
   "@posts/client on the service with PostgreSQL, a real process, TCP proxies before it and its database",
   () => {
     const database = useSuiteDatabase();
@@ -95,7 +93,7 @@ describeOnPostgres(
     let forget = () => {};
 
     beforeAll(async () => {
-      databaseProxy = await TcpProxy.start(serverOf(DATABASE_URL ?? ""));
+      databaseProxy = await TcpProxy.start(serverOf(database().connectionString));
       service = await startService({
         DATABASE_URL: databaseProxy.proxied(database().connectionString),
         JWT_SECRET: TEST_JWT_SECRET,

@@ -1,8 +1,8 @@
 import { createHmac } from "node:crypto";
-import { openTestDatabase, type TestDatabase } from "@posts/adapters-postgres/testing";
+import { openTestDatabase, postgresForTests, type TestDatabase } from "@posts/adapters-postgres/testing";
+import { describeNeeding } from "@posts/domain/testing/vitest";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { jsonRequest } from "../reliability/api-client.js";
-import { describeOnPostgres } from "../reliability/postgres-suite.js";
 import { type ListeningService, startService } from "../support/service-process.js";
 
 const OLD_KEY = "the-old-signing-key-of-at-least-32-bytes";
@@ -33,115 +33,120 @@ function mintToken(user: { readonly id: number; readonly email: string }, key: s
 // The rotation docs/authentication.md#rotating-the-signing-key describes: every instance gets the
 // new key as JWT_SECRET and the old one as JWT_PREVIOUS_SECRETS, one instance after the other; the
 // old key goes once its tokens expired.
-describeOnPostgres("a token key rotation across two instances, rolled one at a time", () => {
-  let database: TestDatabase | undefined;
-  const running = new Set<ListeningService>();
-  // If the test process ends without afterAll (a crash, a kill), the instances go with it.
-  const killRunning = () => {
-    for (const instance of running) instance.child.kill("SIGKILL");
-  };
-  let instanceA: ListeningService;
-  let instanceB: ListeningService;
-  const user = { id: 0, email: `rotation-${Date.now()}@example.com`, password: "a long password" };
+describeNeeding(
+  await postgresForTests(),
+  "a token key rotation across two instances, rolled one at a time",
+  () => {
+    let database: TestDatabase | undefined;
+    const running = new Set<ListeningService>();
+    // If the test process ends without afterAll (a crash, a kill), the instances go with it.
+    const killRunning = () => {
+      for (const instance of running) instance.child.kill("SIGKILL");
+    };
+    let instanceA: ListeningService;
+    let instanceB: ListeningService;
+    const user = { id: 0, email: `rotation-${Date.now()}@example.com`, password: "a long password" };
 
-  const start = async (keys: { JWT_SECRET: string; JWT_PREVIOUS_SECRETS?: string }) => {
-    if (database?.connectionString === undefined) throw new Error("no PostgreSQL database for the instances");
-    const instance = await startService({
-      DATABASE_URL: database.connectionString,
-      DB_POOL_SIZE: "2",
-      ...keys,
+    const start = async (keys: { JWT_SECRET: string; JWT_PREVIOUS_SECRETS?: string }) => {
+      if (database?.connectionString === undefined)
+        throw new Error("no PostgreSQL database for the instances");
+      const instance = await startService({
+        DATABASE_URL: database.connectionString,
+        DB_POOL_SIZE: "2",
+        ...keys,
+      });
+      running.add(instance);
+      return instance;
+    };
+    const restart = async (instance: ListeningService, keys: Parameters<typeof start>[0]) => {
+      expect((await instance.stop()).code).toBe(0);
+      running.delete(instance);
+      return start(keys);
+    };
+    const me = (instance: ListeningService, token: string) =>
+      fetch(`${instance.url}/api/v1/user`, { headers: { "x-auth-token": token } });
+    const logIn = async (instance: ListeningService) => {
+      const response = await fetch(`${instance.url}/api/v1/user/login`, jsonRequest("POST", user));
+      expect(response.status).toBe(200);
+      return ((await response.json()) as { token: string }).token;
+    };
+    /** The status each instance answers GET /api/v1/user with `token`, and the id of the 200s. */
+    const answers = async (token: string) =>
+      Promise.all(
+        [instanceA, instanceB].map(async (instance) => {
+          const response = await me(instance, token);
+          const body = (await response.json()) as { id?: number; error?: string };
+          return response.status === 200 ? { status: 200, id: body.id } : { status: response.status, body };
+        }),
+      );
+    const accepted = { status: 200, id: expect.any(Number) };
+    const refused = { status: 401, body: { error: expect.any(String) } };
+    // Restarting instances (a stop, then tsx loading the sources again) takes seconds on a busy machine.
+    const RESTARTS = { timeout: 180_000 };
+
+    beforeAll(async () => {
+      process.once("exit", killRunning);
+      database = await openTestDatabase("postgres");
+      // A still on the old key alone; B already rolled: new key, old one as previous.
+      instanceA = await start({ JWT_SECRET: OLD_KEY });
+      instanceB = await start({ JWT_SECRET: NEW_KEY, JWT_PREVIOUS_SECRETS: OLD_KEY });
+      const registered = await fetch(`${instanceA.url}/api/v1/user`, jsonRequest("POST", user));
+      expect(registered.status).toBe(201);
+      user.id = ((await registered.json()) as { id: number }).id;
+    }, RESTARTS.timeout);
+
+    afterAll(async () => {
+      await Promise.all([...running].map((instance) => instance.stop()));
+      running.clear();
+      process.removeListener("exit", killRunning);
+      await database?.close();
     });
-    running.add(instance);
-    return instance;
-  };
-  const restart = async (instance: ListeningService, keys: Parameters<typeof start>[0]) => {
-    expect((await instance.stop()).code).toBe(0);
-    running.delete(instance);
-    return start(keys);
-  };
-  const me = (instance: ListeningService, token: string) =>
-    fetch(`${instance.url}/api/v1/user`, { headers: { "x-auth-token": token } });
-  const logIn = async (instance: ListeningService) => {
-    const response = await fetch(`${instance.url}/api/v1/user/login`, jsonRequest("POST", user));
-    expect(response.status).toBe(200);
-    return ((await response.json()) as { token: string }).token;
-  };
-  /** The status each instance answers GET /api/v1/user with `token`, and the id of the 200s. */
-  const answers = async (token: string) =>
-    Promise.all(
-      [instanceA, instanceB].map(async (instance) => {
-        const response = await me(instance, token);
-        const body = (await response.json()) as { id?: number; error?: string };
-        return response.status === 200 ? { status: 200, id: body.id } : { status: response.status, body };
-      }),
-    );
-  const accepted = { status: 200, id: expect.any(Number) };
-  const refused = { status: 401, body: { error: expect.any(String) } };
-  // Restarting instances (a stop, then tsx loading the sources again) takes seconds on a busy machine.
-  const RESTARTS = { timeout: 180_000 };
 
-  beforeAll(async () => {
-    process.once("exit", killRunning);
-    database = await openTestDatabase("postgres");
-    // A still on the old key alone; B already rolled: new key, old one as previous.
-    instanceA = await start({ JWT_SECRET: OLD_KEY });
-    instanceB = await start({ JWT_SECRET: NEW_KEY, JWT_PREVIOUS_SECRETS: OLD_KEY });
-    const registered = await fetch(`${instanceA.url}/api/v1/user`, jsonRequest("POST", user));
-    expect(registered.status).toBe(201);
-    user.id = ((await registered.json()) as { id: number }).id;
-  }, RESTARTS.timeout);
-
-  afterAll(async () => {
-    await Promise.all([...running].map((instance) => instance.stop()));
-    running.clear();
-    process.removeListener("exit", killRunning);
-    await database?.close();
-  });
-
-  it("mid-rotation: a token of A (old key) works on B; a token of B (new key) is 401 on A until A is rolled", async () => {
-    const tokenOfA = await logIn(instanceA);
-    const tokenOfB = await logIn(instanceB);
-    expect(signedWith(tokenOfA, OLD_KEY)).toBe(true);
-    expect(signedWith(tokenOfB, NEW_KEY)).toBe(true);
-
-    expect(await answers(tokenOfA)).toEqual([accepted, accepted]);
-    expect(await answers(tokenOfB)).toEqual([refused, accepted]);
-    expect((await answers(tokenOfA))[1]).toEqual({ status: 200, id: user.id });
-  });
-
-  it("a token signed with a key in neither set is 401 on both; one minted with the old key outside them works on both", async () => {
-    expect(await answers(mintToken(user, STRANGER_KEY))).toEqual([refused, refused]);
-    expect(await answers(mintToken(user, OLD_KEY))).toEqual([accepted, accepted]);
-  });
-
-  it(
-    "after A is rolled the same way, tokens of both keys work on both, and A signs with the new key",
-    RESTARTS,
-    async () => {
-      const tokenOfOldA = await logIn(instanceA);
+    it("mid-rotation: a token of A (old key) works on B; a token of B (new key) is 401 on A until A is rolled", async () => {
+      const tokenOfA = await logIn(instanceA);
       const tokenOfB = await logIn(instanceB);
-      instanceA = await restart(instanceA, { JWT_SECRET: NEW_KEY, JWT_PREVIOUS_SECRETS: OLD_KEY });
+      expect(signedWith(tokenOfA, OLD_KEY)).toBe(true);
+      expect(signedWith(tokenOfB, NEW_KEY)).toBe(true);
 
-      expect(await answers(tokenOfOldA)).toEqual([accepted, accepted]);
-      expect(await answers(tokenOfB)).toEqual([accepted, accepted]);
-      expect(signedWith(await logIn(instanceA), NEW_KEY)).toBe(true);
+      expect(await answers(tokenOfA)).toEqual([accepted, accepted]);
+      expect(await answers(tokenOfB)).toEqual([refused, accepted]);
+      expect((await answers(tokenOfA))[1]).toEqual({ status: 200, id: user.id });
+    });
+
+    it("a token signed with a key in neither set is 401 on both; one minted with the old key outside them works on both", async () => {
       expect(await answers(mintToken(user, STRANGER_KEY))).toEqual([refused, refused]);
-    },
-  );
+      expect(await answers(mintToken(user, OLD_KEY))).toEqual([accepted, accepted]);
+    });
 
-  it(
-    "once the old key is removed from both, its tokens are 401 everywhere and the new key's still work",
-    RESTARTS,
-    async () => {
-      const tokenOfOldKey = mintToken(user, OLD_KEY);
-      const tokenOfNewKey = await logIn(instanceB);
-      [instanceA, instanceB] = await Promise.all([
-        restart(instanceA, { JWT_SECRET: NEW_KEY }),
-        restart(instanceB, { JWT_SECRET: NEW_KEY }),
-      ]);
+    it(
+      "after A is rolled the same way, tokens of both keys work on both, and A signs with the new key",
+      RESTARTS,
+      async () => {
+        const tokenOfOldA = await logIn(instanceA);
+        const tokenOfB = await logIn(instanceB);
+        instanceA = await restart(instanceA, { JWT_SECRET: NEW_KEY, JWT_PREVIOUS_SECRETS: OLD_KEY });
 
-      expect(await answers(tokenOfOldKey)).toEqual([refused, refused]);
-      expect(await answers(tokenOfNewKey)).toEqual([accepted, accepted]);
-    },
-  );
-});
+        expect(await answers(tokenOfOldA)).toEqual([accepted, accepted]);
+        expect(await answers(tokenOfB)).toEqual([accepted, accepted]);
+        expect(signedWith(await logIn(instanceA), NEW_KEY)).toBe(true);
+        expect(await answers(mintToken(user, STRANGER_KEY))).toEqual([refused, refused]);
+      },
+    );
+
+    it(
+      "once the old key is removed from both, its tokens are 401 everywhere and the new key's still work",
+      RESTARTS,
+      async () => {
+        const tokenOfOldKey = mintToken(user, OLD_KEY);
+        const tokenOfNewKey = await logIn(instanceB);
+        [instanceA, instanceB] = await Promise.all([
+          restart(instanceA, { JWT_SECRET: NEW_KEY }),
+          restart(instanceB, { JWT_SECRET: NEW_KEY }),
+        ]);
+
+        expect(await answers(tokenOfOldKey)).toEqual([refused, refused]);
+        expect(await answers(tokenOfNewKey)).toEqual([accepted, accepted]);
+      },
+    );
+  },
+);

@@ -28,7 +28,7 @@ export interface ServiceClusterOptions {
 }
 
 /**
- * Creates an empty database on the DATABASE_URL server and starts `size` instances on it at the
+ * Creates an empty database on the tests' PostgreSQL server and starts `size` instances on it at the
  * same moment, as an orchestrator scaling out does: they race to migrate it, and all must come
  * up. Every instance gets the same JWT_SECRET, as several instances behind a load balancer must.
  * Rejects when the server is not PostgreSQL (PGlite cannot be shared between processes) or an
@@ -42,7 +42,7 @@ export async function startCluster(options: ServiceClusterOptions): Promise<Serv
   };
   if (database.connectionString === undefined) {
     await database.close();
-    throw new Error(`several instances need a PostgreSQL server (DATABASE_URL), got ${database.engine}`);
+    throw new Error(`several instances need a PostgreSQL server, got ${database.engine}`);
   }
   const env = {
     DATABASE_URL: database.connectionString,

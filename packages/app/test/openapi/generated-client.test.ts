@@ -5,7 +5,8 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import type { TestDatabase } from "@posts/adapters-postgres/testing";
-import { openTestDatabase } from "@posts/adapters-postgres/testing";
+import { openTestDatabase, postgresForTests } from "@posts/adapters-postgres/testing";
+import { describeNeeding } from "@posts/domain/testing/vitest";
 import type { Middleware } from "openapi-fetch";
 import openapiTS, { astToString } from "openapi-typescript";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -223,12 +224,8 @@ describe("the served OpenAPI document, as generators and linters use it (embedde
   });
 });
 
-// Runs whenever DATABASE_URL names a server (CI sets it); the harness creates a database of its
-// own there and drops it afterwards, and fails, never skips, when the server does not answer.
-const server = process.env.DATABASE_URL;
-const describeOnServer = server === undefined || server === "" ? describe.skip : describe;
-
-describeOnServer(
+describeNeeding(
+  await postgresForTests(),
   "the generated client's flow on PostgreSQL, every response as the document declares it",
   () => {
     let database: TestDatabase | undefined;

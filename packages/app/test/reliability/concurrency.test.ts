@@ -1,8 +1,10 @@
+import { postgresForTests } from "@posts/adapters-postgres/testing";
+import { describeNeeding } from "@posts/domain/testing/vitest";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { countPosts, insertUserWithToken, storedPost } from "./admin-sql.js";
 import { createPost, idFromLocation, jsonRequest, type SignedUpUser, signUp } from "./api-client.js";
 import { type InProcessService, startInProcessService } from "./in-process-service.js";
-import { describeOnPostgres, useSuiteDatabase } from "./postgres-suite.js";
+import { useSuiteDatabase } from "./postgres-suite.js";
 
 /** A post as the API returns it. */
 interface PostJson {
@@ -19,7 +21,7 @@ interface Page {
   readonly nextCursor: string | null;
 }
 
-describeOnPostgres("concurrent requests on PostgreSQL, through HTTP", () => {
+describeNeeding(await postgresForTests(), "concurrent requests on PostgreSQL, through HTTP", () => {
   const database = useSuiteDatabase();
   let service: InProcessService;
   let writer: SignedUpUser;

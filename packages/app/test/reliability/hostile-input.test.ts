@@ -1,8 +1,10 @@
+import { postgresForTests } from "@posts/adapters-postgres/testing";
+import { describeNeeding } from "@posts/domain/testing/vitest";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { countPosts, insertUserWithToken, storedPost } from "./admin-sql.js";
 import { createPost, type SignedUpUser } from "./api-client.js";
 import { type InProcessService, startInProcessService } from "./in-process-service.js";
-import { describeOnPostgres, useSuiteDatabase } from "./postgres-suite.js";
+import { useSuiteDatabase } from "./postgres-suite.js";
 import { rawExchange, requestHead } from "./raw-http.js";
 
 const BODY_LIMIT = 4096;
@@ -12,7 +14,7 @@ const REQUEST_TIMEOUT_MS = 1000;
 const SLACK_MS = 1500;
 const JSON_UTF8 = "application/json; charset=utf-8";
 
-describeOnPostgres("hostile input against the real server and database", () => {
+describeNeeding(await postgresForTests(), "hostile input against the real server and database", () => {
   const database = useSuiteDatabase();
   let service: InProcessService;
   let port: number;

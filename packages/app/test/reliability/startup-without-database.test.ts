@@ -1,4 +1,6 @@
 import { setTimeout as sleep } from "node:timers/promises";
+import { postgresForTests } from "@posts/adapters-postgres/testing";
+import { describeNeeding } from "@posts/domain/testing/vitest";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   accepts,
@@ -9,7 +11,7 @@ import {
   spawnService,
 } from "../support/service-process.js";
 import { RELIABILITY_JWT_SECRET } from "./in-process-service.js";
-import { DATABASE_URL, describeOnPostgres, serverOf, useSuiteDatabase } from "./postgres-suite.js";
+import { serverOf, useSuiteDatabase } from "./postgres-suite.js";
 import { TcpProxy } from "./tcp-proxy.js";
 
 const STARTUP_TIMEOUT_MS = 2000;
@@ -105,7 +107,7 @@ describe("start-up while the database is unreachable", () => {
   });
 });
 
-describeOnPostgres("start-up while the database is not there yet", () => {
+describeNeeding(await postgresForTests(), "start-up while the database is not there yet", () => {
   const suiteDatabase = useSuiteDatabase();
   let proxy: TcpProxy;
   let late: ServiceProcess;
@@ -115,7 +117,7 @@ describeOnPostgres("start-up while the database is not there yet", () => {
   let missingExitedAt: Promise<number>;
 
   beforeAll(async () => {
-    proxy = await TcpProxy.start(serverOf(DATABASE_URL ?? ""));
+    proxy = await TcpProxy.start(serverOf(suiteDatabase().connectionString));
     await proxy.refuse();
     late = spawnService([], {
       JWT_SECRET: RELIABILITY_JWT_SECRET,

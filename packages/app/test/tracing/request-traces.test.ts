@@ -1,20 +1,22 @@
 import { subscribe, unsubscribe } from "node:diagnostics_channel";
 import { SpanKind, SpanStatusCode } from "@opentelemetry/api";
 import { InMemorySpanExporter, type ReadableSpan, SimpleSpanProcessor } from "@opentelemetry/sdk-trace-base";
+import { postgresForTests } from "@posts/adapters-postgres/testing/postgres-for-tests";
+import { describeNeeding } from "@posts/domain/testing/vitest";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { startTracing, type Tracing } from "../../src/tracing/start-tracing.js";
 import { USE_CASE_OF_ROUTE } from "../../src/tracing/use-case-spans.js";
 import type { InProcessService } from "../reliability/in-process-service.js";
-import { describeWithPostgres } from "./postgres-prerequisite.js";
 
-// Nothing that loads pg or builds Fastify is imported above: tracing starts first, in beforeAll,
-// as main.ts starts it before serve.js, and the service's modules are imported after it.
+// Nothing that loads pg or builds Fastify is imported above (postgres-for-tests is kept free of
+// pg for this): tracing starts first, in beforeAll, as main.ts starts it before serve.js, and the
+// service's modules are imported after it.
 
 const PASSWORD = "a password that no span may carry";
 const TITLE = "a title that no span may carry";
 const CONTENT = "a content that no span may carry";
 
-describeWithPostgres("traces of requests (in-memory exporter, PostgreSQL)", () => {
+describeNeeding(await postgresForTests(), "traces of requests (in-memory exporter, PostgreSQL)", () => {
   const exporter = new InMemorySpanExporter();
   let tracing: Tracing;
   let service: InProcessService;

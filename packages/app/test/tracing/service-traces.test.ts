@@ -2,7 +2,8 @@ import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { openTestDatabase, type TestDatabase } from "@posts/adapters-postgres/testing";
+import { openTestDatabase, postgresForTests, type TestDatabase } from "@posts/adapters-postgres/testing";
+import { describeNeeding } from "@posts/domain/testing/vitest";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   type ListeningService,
@@ -11,7 +12,6 @@ import {
   TEST_JWT_SECRET,
 } from "../support/service-process.js";
 import { OtlpReceiver, type ReceivedSpan } from "./otlp-receiver.js";
-import { describeWithPostgres } from "./postgres-prerequisite.js";
 
 /** Reports, at the service's exit, what OpenTelemetry left in it (see the file). */
 const PROBE = fileURLToPath(new URL("./otel-probe.mjs", import.meta.url));
@@ -51,88 +51,95 @@ async function stopAndProbe(service: ListeningService, reportFile: string): Prom
   return JSON.parse(await readFile(reportFile, "utf8")) as ProbeReport;
 }
 
-describeWithPostgres("traces of the real process, exported as its OTEL_* variables say", () => {
-  const scratch = useScratchDirectory();
-  let database: TestDatabase;
-  let receiver: OtlpReceiver;
-  let service: ListeningService | undefined;
+describeNeeding(
+  await postgresForTests(),
+  "traces of the real process, exported as its OTEL_* variables say",
+  () => {
+    const scratch = useScratchDirectory();
+    let database: TestDatabase;
+    let receiver: OtlpReceiver;
+    let service: ListeningService | undefined;
 
-  beforeAll(async () => {
-    database = await openTestDatabase("postgres");
-    receiver = await OtlpReceiver.start();
-  });
-  afterAll(async () => {
-    await service?.kill();
-    await receiver?.close();
-    await database?.close();
-  });
-
-  it("exports the request, its use case and its statements to the OTLP endpoint, in the caller's trace", async () => {
-    const reportFile = join(scratch(), "probe-on.json");
-    service = await startService({
-      DATABASE_URL: database.connectionString as string,
-      JWT_SECRET: TEST_JWT_SECRET,
-      OTEL_TRACES_EXPORTER: "otlp",
-      OTEL_EXPORTER_OTLP_PROTOCOL: "http/json",
-      OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint,
-      OTEL_SERVICE_NAME: "posts-under-test",
-      OTEL_BSP_SCHEDULE_DELAY: "50",
-      NODE_OPTIONS: `--import=${PROBE}`,
-      OTEL_PROBE_FILE: reportFile,
+    beforeAll(async () => {
+      database = await openTestDatabase("postgres");
+      receiver = await OtlpReceiver.start();
     });
-    expect(service.logs).toContainEqual(
-      expect.objectContaining({ msg: expect.stringContaining("traces on") }),
-    );
-
-    const response = await fetch(`${service.url}/api/v1/posts?size=5`, {
-      headers: { traceparent: `00-${TRACE_ID}-${CALLER_SPAN_ID}-01` },
+    afterAll(async () => {
+      await service?.kill();
+      await receiver?.close();
+      await database?.close();
     });
-    expect(response.status).toBe(200);
-    await response.arrayBuffer();
 
-    let spans: ReceivedSpan[] = [];
-    await expect
-      .poll(
-        () => {
-          spans = receiver.trace(TRACE_ID);
-          return spans.map((span) => span.name);
-        },
-        { timeout: 15_000 },
-      )
-      .toEqual(
-        expect.arrayContaining(["GET /api/v1/posts", "listPosts", expect.stringMatching(/^pg\.query/)]),
+    it("exports the request, its use case and its statements to the OTLP endpoint, in the caller's trace", async () => {
+      const reportFile = join(scratch(), "probe-on.json");
+      service = await startService({
+        DATABASE_URL: database.connectionString as string,
+        JWT_SECRET: TEST_JWT_SECRET,
+        OTEL_TRACES_EXPORTER: "otlp",
+        OTEL_EXPORTER_OTLP_PROTOCOL: "http/json",
+        OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint,
+        OTEL_SERVICE_NAME: "posts-under-test",
+        OTEL_BSP_SCHEDULE_DELAY: "50",
+        NODE_OPTIONS: `--import=${PROBE}`,
+        OTEL_PROBE_FILE: reportFile,
+      });
+      expect(service.logs).toContainEqual(
+        expect.objectContaining({ msg: expect.stringContaining("traces on") }),
       );
 
-    const request = spans.find((span) => span.name === "GET /api/v1/posts") as ReceivedSpan;
-    expect(request.kind).toBe(SERVER);
-    expect(request.parentSpanId).toBe(CALLER_SPAN_ID);
-    expect(request.attributes).toMatchObject({ "http.route": "/api/v1/posts", "url.path": "/api/v1/posts" });
-    expect(request.resource["service.name"]).toBe("posts-under-test");
+      const response = await fetch(`${service.url}/api/v1/posts?size=5`, {
+        headers: { traceparent: `00-${TRACE_ID}-${CALLER_SPAN_ID}-01` },
+      });
+      expect(response.status).toBe(200);
+      await response.arrayBuffer();
 
-    const useCase = spans.find((span) => span.name === "listPosts") as ReceivedSpan;
-    expect(useCase.kind).toBe(INTERNAL);
-    expect(useCase.parentSpanId).toBe(request.spanId);
-    const statements = spans.filter((span) => span.name.startsWith("pg.query"));
-    for (const statement of statements) {
-      expect(statement.kind).toBe(CLIENT);
-      expect(statement.parentSpanId).toBe(useCase.spanId);
-    }
-    expect(receiver.stray).toEqual([]);
+      let spans: ReceivedSpan[] = [];
+      await expect
+        .poll(
+          () => {
+            spans = receiver.trace(TRACE_ID);
+            return spans.map((span) => span.name);
+          },
+          { timeout: 15_000 },
+        )
+        .toEqual(
+          expect.arrayContaining(["GET /api/v1/posts", "listPosts", expect.stringMatching(/^pg\.query/)]),
+        );
 
-    const probe = await stopAndProbe(service, reportFile);
-    // The control for the test below: the same probe sees OpenTelemetry when it is on.
-    expect(probe.otelPackages).toEqual(
-      expect.arrayContaining([
-        "@fastify/otel",
-        "@opentelemetry/instrumentation-pg",
-        "@opentelemetry/sdk-node",
-      ]),
-    );
-    expect(probe.requireHooked).toBe(true);
-    expect(probe.fastifyInitializationHooked).toBe(true);
-    expect(probe.otelGlobals).toEqual(expect.arrayContaining(["trace", "propagation", "context"]));
-  });
-});
+      const request = spans.find((span) => span.name === "GET /api/v1/posts") as ReceivedSpan;
+      expect(request.kind).toBe(SERVER);
+      expect(request.parentSpanId).toBe(CALLER_SPAN_ID);
+      expect(request.attributes).toMatchObject({
+        "http.route": "/api/v1/posts",
+        "url.path": "/api/v1/posts",
+      });
+      expect(request.resource["service.name"]).toBe("posts-under-test");
+
+      const useCase = spans.find((span) => span.name === "listPosts") as ReceivedSpan;
+      expect(useCase.kind).toBe(INTERNAL);
+      expect(useCase.parentSpanId).toBe(request.spanId);
+      const statements = spans.filter((span) => span.name.startsWith("pg.query"));
+      for (const statement of statements) {
+        expect(statement.kind).toBe(CLIENT);
+        expect(statement.parentSpanId).toBe(useCase.spanId);
+      }
+      expect(receiver.stray).toEqual([]);
+
+      const probe = await stopAndProbe(service, reportFile);
+      // The control for the test below: the same probe sees OpenTelemetry when it is on.
+      expect(probe.otelPackages).toEqual(
+        expect.arrayContaining([
+          "@fastify/otel",
+          "@opentelemetry/instrumentation-pg",
+          "@opentelemetry/sdk-node",
+        ]),
+      );
+      expect(probe.requireHooked).toBe(true);
+      expect(probe.fastifyInitializationHooked).toBe(true);
+      expect(probe.otelGlobals).toEqual(expect.arrayContaining(["trace", "propagation", "context"]));
+    });
+  },
+);
 
 describe("traces off (no exporter configured)", () => {
   const scratch = useScratchDirectory();
