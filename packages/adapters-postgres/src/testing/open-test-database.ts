@@ -13,12 +13,11 @@ import { PostgresAttemptCounter } from "../repositories/postgres-attempt-counter
 import { PostgresPostRepository } from "../repositories/postgres-post-repository.js";
 import { PostgresUserRepository } from "../repositories/postgres-user-repository.js";
 import { migrateToLatest } from "../schema/migrate-to-latest.js";
+import { containerRuntimeAnswers } from "./postgres-for-tests.js";
 import { truncateTables } from "./truncate-tables.js";
 
 /** A fresh database for one test file, with the repositories on it. */
 export interface TestDatabase extends DatabaseHandle {
-  /** The engine asked for; `engine` says which one is in use (see {@link openTestDatabase}). */
-  readonly requested: DatabaseEngine;
   /** For a PostgreSQL server: the URL of this test's own database, to open more pools on it. */
   readonly connectionString: string | undefined;
   readonly posts: PostgresPostRepository;
@@ -53,7 +52,9 @@ const LOG_PREFIX = "[@posts/adapters-postgres/testing]";
  *    configured server is never silently replaced (CI relies on that).
  * 2. Else a PostgreSQL 15 container (testcontainers) when a container runtime answers; one per
  *    process, stopped when its last database closes.
- * 3. Else PGlite, with a warning on stderr; `engine` then says `"pglite"`.
+ * 3. Else it fails. It never answers PGlite instead: a suite that passed on PGlite would say it
+ *    had run on PostgreSQL. A suite on PostgreSQL declares what it needs when it is collected,
+ *    `describeNeeding(await postgresForTests(), …)`, and is skipped or failed there.
  */
 export async function openTestDatabase(
   requested: DatabaseEngine,
@@ -71,7 +72,6 @@ export async function openTestDatabase(
     db,
     engine,
     ...(notifications === undefined ? {} : { notifications }),
-    requested,
     connectionString: opened.connectionString,
     posts: new PostgresPostRepository(db),
     users: new PostgresUserRepository(db),
@@ -176,11 +176,10 @@ async function openPostgres(): Promise<Opened> {
     }
   }
 
-  warnOnce(
-    "no DATABASE_URL and no container runtime: the PostgreSQL tests run on PGlite instead. " +
-      "Set DATABASE_URL=postgres://… to run them on a server.",
+  throw new Error(
+    `${LOG_PREFIX} no DATABASE_URL and no container runtime, so no PostgreSQL to open: declare the ` +
+      "suite with describeNeeding(await postgresForTests(), …), which skips it or fails it when collected",
   );
-  return openPglite();
 }
 
 const TEST_DATABASE = /^posts_test_([0-9a-z]+)_[0-9a-f]+$/;
@@ -271,19 +270,11 @@ interface Container {
   readonly release: () => Promise<void>;
 }
 
-let runtimeAnswers: Promise<boolean> | undefined;
 let shared: { started: Promise<{ url: string; stop: () => Promise<unknown> }>; users: number } | undefined;
 
 /** A running PostgreSQL container shared by this process, or `undefined` without a runtime. */
 async function acquireContainer(): Promise<Container | undefined> {
-  // Imported only here: testcontainers is heavy, and absent from production installs.
-  runtimeAnswers ??= import("testcontainers")
-    .then(({ getContainerRuntimeClient }) => getContainerRuntimeClient())
-    .then(
-      () => true,
-      () => false,
-    );
-  if (!(await runtimeAnswers)) return undefined;
+  if (!(await containerRuntimeAnswers())) return undefined;
 
   if (shared === undefined) {
     const started = import("@testcontainers/postgresql").then(async ({ PostgreSqlContainer }) => {
@@ -315,12 +306,4 @@ async function acquireContainer(): Promise<Container | undefined> {
       }
     },
   };
-}
-
-const warned = new Set<string>();
-
-function warnOnce(message: string): void {
-  if (warned.has(message)) return;
-  warned.add(message);
-  console.warn(`${LOG_PREFIX} ${message}`);
 }
