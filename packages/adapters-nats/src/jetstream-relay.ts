@@ -10,6 +10,7 @@ import {
 import type { Msg, NatsConnection } from "@nats-io/transport-node";
 import { connect, headers } from "@nats-io/transport-node";
 import type { PublisherLease, RelayEventLog, RelayedEvent, RelayedEventType, RelayLogger } from "./ports.js";
+import { waitUntil } from "./wait-until.js";
 
 /** The stream the relay writes to, created when absent. */
 export const STREAM_NAME = "POSTS";
@@ -87,16 +88,16 @@ function parseAck(reply: Msg): PublishAck {
  */
 async function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
   signal.throwIfAborted();
-  let abandon!: () => void;
-  const aborted = new Promise<never>((_resolve, reject) => {
-    abandon = () => reject(signal.reason ?? new Error("no longer the publisher"));
-  });
-  signal.addEventListener("abort", abandon, { once: true });
-  try {
-    return await Promise.race([promise, aborted]);
-  } finally {
-    signal.removeEventListener("abort", abandon);
-  }
+  const outcome = await waitUntil<PromiseSettledResult<T> | undefined>(
+    (settle) => {
+      void Promise.allSettled([promise]).then(([result]) => settle(result));
+      return undefined;
+    },
+    { signal, otherwise: undefined },
+  );
+  if (outcome === undefined) throw signal.reason ?? new Error("no longer the publisher");
+  if (outcome.status === "rejected") throw outcome.reason;
+  return outcome.value;
 }
 
 /** Where the stream ends: its last sequence and the event stored there (0 and 0 when empty). */
@@ -255,22 +256,21 @@ class Relay {
 
   /**
    * Waits until the log may hold events after `after`, `leading` aborts, or the idle recheck is
-   * due. Not `AbortSignal.any([leading, AbortSignal.timeout(…)])`: each call of that leaves a
-   * WeakRef in the long-lived `leading` signal's set of dependants, and Node 20 does not clear
-   * them (an hour's soak saw 122,000 of them and 8 MiB of heap, bench/SOAK.md); a listener added
-   * and removed leaves nothing.
+   * due; `leading` lives as long as the lease, so the wait must leave nothing in it (`waitUntil`).
    */
   async #waitForNew(after: number, leading: AbortSignal): Promise<void> {
     const wait = new AbortController();
-    const stop = () => wait.abort();
-    const timer = setTimeout(stop, this.#options.idleRecheckMs ?? 5000);
-    leading.addEventListener("abort", stop, { once: true });
-    try {
-      if (!leading.aborted) await this.#options.events.waitForNew(after, wait.signal).catch(() => undefined);
-    } finally {
-      clearTimeout(timer);
-      leading.removeEventListener("abort", stop);
-    }
+    await waitUntil(
+      (settle) => {
+        void this.#options.events
+          .waitForNew(after, wait.signal)
+          .catch(() => undefined)
+          .then(() => settle(undefined));
+        // However the wait ended, the log's own wait ends too and drops what it holds.
+        return () => wait.abort();
+      },
+      { signal: leading, timeoutMs: this.#options.idleRecheckMs ?? 5000, otherwise: undefined },
+    );
   }
 
   /**

@@ -1,4 +1,5 @@
 import type { RelayEventLog, RelayedEvent } from "@posts/adapters-nats";
+import { waitUntil } from "./wait-until.js";
 
 /** What the relay needs of the service's change event log: reading, and being told of new numbers. */
 export interface NumberedEventSource<E> {
@@ -54,18 +55,14 @@ export function relayEventLogOf<E>(
       // Failing, it resolves at once: the relay's next read meets the same failure and reports it.
       if (!(await learn())) return;
       if (heard > after || signal.aborted) return;
-      await new Promise<void>((resolve) => {
-        const waiter = {
-          after,
-          wake: () => {
-            waiters.delete(waiter);
-            signal.removeEventListener("abort", waiter.wake);
-            resolve();
-          },
-        };
-        waiters.add(waiter);
-        signal.addEventListener("abort", waiter.wake, { once: true });
-      });
+      await waitUntil(
+        (settle) => {
+          const waiter = { after, wake: () => settle(undefined) };
+          waiters.add(waiter);
+          return () => waiters.delete(waiter);
+        },
+        { signal, otherwise: undefined },
+      );
     },
   };
 }

@@ -1,5 +1,6 @@
 import { backoffDelay, DEFAULT_RETRY, parseRetryAfter, type RetryPolicy } from "./backoff.js";
 import type { ClientError, Result } from "./result.js";
+import { waitUntil } from "./wait-until.js";
 
 /** How the client reaches the service; every field but `baseUrl` has a default. */
 export interface ClientOptions {
@@ -111,56 +112,54 @@ export class Transport {
     const headers: Record<string, string> = { accept: "application/json", ...request.headers };
     if (this.#options.token !== undefined) headers["x-auth-token"] = this.#options.token;
     if (request.body !== undefined) headers["content-type"] = "application/json";
-    // One controller per attempt, aborted by the timer or by the caller's signal through a
-    // listener removed afterwards: `AbortSignal.any([call.signal, …])` would leave a WeakRef in a
-    // caller's long-lived signal at every request, which Node 20 never clears.
+    // One controller per attempt, aborted when the wait for the answer ends by the timer or by
+    // the caller's signal (waitUntil: nothing is left in a caller's long-lived signal).
     const attempt = new AbortController();
-    let timedOut = false;
-    const timer = setTimeout(
-      () => {
-        timedOut = true;
-        attempt.abort();
-      },
-      call.timeoutMs ?? this.#options.timeoutMs ?? 10_000,
-    );
-    const cancel = () => attempt.abort(call.signal?.reason);
-    call.signal?.addEventListener("abort", cancel, { once: true });
-    if (call.signal?.aborted) cancel();
-    const signal = attempt.signal;
     const fetchImpl = this.#options.fetch ?? globalThis.fetch;
-    try {
-      const response = await fetchImpl(url, {
-        method: request.method,
-        headers,
-        signal,
-        ...(request.body === undefined ? {} : { body: JSON.stringify(request.body) }),
-      });
-      const text = await response.text();
-      return { answer: { status: response.status, headers: response.headers, text, url: url.toString() } };
-    } catch (cause) {
-      if (call.signal?.aborted) return { error: aborted(false) };
-      if (timedOut)
-        return {
-          error: {
-            kind: "timeout",
-            status: undefined,
-            message: `no answer from ${url} in time`,
-            maybeApplied: false,
-          },
-        };
-      return {
-        error: {
-          kind: "network",
-          status: undefined,
-          message: `${request.method} ${url}: ${describe(cause)}`,
-          cause,
-          maybeApplied: false,
-        },
-      };
-    } finally {
-      clearTimeout(timer);
-      call.signal?.removeEventListener("abort", cancel);
-    }
+    const outcome = await waitUntil<Attempt | undefined>(
+      (settle) => {
+        void (async () => {
+          try {
+            const response = await fetchImpl(url, {
+              method: request.method,
+              headers,
+              signal: attempt.signal,
+              ...(request.body === undefined ? {} : { body: JSON.stringify(request.body) }),
+            });
+            const text = await response.text();
+            settle({
+              answer: { status: response.status, headers: response.headers, text, url: url.toString() },
+            });
+          } catch (cause) {
+            settle({
+              error: {
+                kind: "network",
+                status: undefined,
+                message: `${request.method} ${url}: ${describe(cause)}`,
+                cause,
+                maybeApplied: false,
+              },
+            });
+          }
+        })();
+        return () => attempt.abort(call.signal?.reason);
+      },
+      {
+        signal: call.signal,
+        timeoutMs: call.timeoutMs ?? this.#options.timeoutMs ?? 10_000,
+        otherwise: undefined,
+      },
+    );
+    if (outcome !== undefined) return outcome;
+    if (call.signal?.aborted) return { error: aborted(false) };
+    return {
+      error: {
+        kind: "timeout",
+        status: undefined,
+        message: `no answer from ${url} in time`,
+        maybeApplied: false,
+      },
+    };
   }
 }
 
@@ -183,15 +182,11 @@ function describe(cause: unknown): string {
 
 /** Waits `ms`; false when `signal` fired first. */
 function sleep(ms: number, signal: AbortSignal | undefined): Promise<boolean> {
-  if (signal?.aborted) return Promise.resolve(false);
-  return new Promise((resolve) => {
-    const done = (completed: boolean) => {
-      clearTimeout(timer);
-      signal?.removeEventListener("abort", onAbort);
-      resolve(completed);
-    };
-    const onAbort = () => done(false);
-    const timer = setTimeout(() => done(true), ms);
-    signal?.addEventListener("abort", onAbort, { once: true });
-  });
+  return waitUntil(
+    (settle) => {
+      const timer = setTimeout(() => settle(true), ms);
+      return () => clearTimeout(timer);
+    },
+    { signal, otherwise: false },
+  );
 }

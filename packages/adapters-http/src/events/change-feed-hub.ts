@@ -1,5 +1,6 @@
 import type { ChangeEventLog, PostChangeEvent } from "@posts/domain";
 import type { CloudEventRenderer } from "./cloud-event.js";
+import { waitUntil } from "./wait-until.js";
 
 /** A change event as the feed sends it: its number, its type and its CloudEvent's JSON. */
 export interface RenderedEvent {
@@ -101,16 +102,15 @@ export class ChangeFeedHub {
    */
   waitAfter(after: number, signal: AbortSignal): Promise<void> {
     if (signal.aborted || after < this.#readTo) return Promise.resolve();
-    return new Promise((resolve) => {
-      const wake = () => {
-        signal.removeEventListener("abort", wake);
-        this.#waiters.delete(wake);
-        resolve();
-      };
-      signal.addEventListener("abort", wake, { once: true });
-      this.#waiters.set(wake, after);
-      if (this.#known > after) this.#fill();
-    });
+    return waitUntil(
+      (settle) => {
+        const wake = () => settle(undefined);
+        this.#waiters.set(wake, after);
+        if (this.#known > after) this.#fill();
+        return () => this.#waiters.delete(wake);
+      },
+      { signal, otherwise: undefined },
+    );
   }
 
   #rendered(event: PostChangeEvent): RenderedEvent {

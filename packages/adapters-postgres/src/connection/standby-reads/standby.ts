@@ -1,4 +1,5 @@
 import type { RunStatement } from "../direct-statements.js";
+import { waitUntil } from "../wait-until.js";
 import { parseWalPosition, type WalPosition } from "./wal-position.js";
 
 /** How far a standby has replayed: `null` when the server is not in recovery (not a standby). */
@@ -108,20 +109,15 @@ export class Standby {
   reach(target: WalPosition, deadline: number, abandon: AbortSignal): Promise<boolean> {
     if (this.knows(target)) return Promise.resolve(true);
     if (!this.#up || abandon.aborted) return Promise.resolve(false);
-    return new Promise((resolve) => {
-      const settle = (reached: boolean) => {
-        clearTimeout(timer);
-        abandon.removeEventListener("abort", onAbort);
-        this.#waiters.delete(waiter);
-        resolve(reached);
-      };
-      const waiter: Waiter = { target, settle };
-      const onAbort = () => settle(false);
-      const timer = setTimeout(onAbort, Math.max(0, deadline - this.#timings.now()));
-      abandon.addEventListener("abort", onAbort, { once: true });
-      this.#waiters.add(waiter);
-      void this.#poll();
-    });
+    return waitUntil(
+      (settle) => {
+        const waiter: Waiter = { target, settle };
+        this.#waiters.add(waiter);
+        void this.#poll();
+        return () => this.#waiters.delete(waiter);
+      },
+      { signal: abandon, timeoutMs: Math.max(0, deadline - this.#timings.now()), otherwise: false },
+    );
   }
 
   /**
