@@ -1,7 +1,6 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { setTimeout as sleep } from "node:timers/promises";
 import { SUBJECTS } from "@posts/adapters-nats";
 import {
   natsServerForTests,
@@ -11,20 +10,26 @@ import {
   type TestNatsServer,
 } from "@posts/adapters-nats/testing";
 import { describeNeeding } from "@posts/domain/testing/vitest";
-import { afterAll, beforeAll, expect, it } from "vitest";
+import { afterAll, beforeAll, expect, it, vi } from "vitest";
 import { idFromLocation, jsonRequest } from "./reliability/api-client.js";
 import { registerAndLogIn } from "./support/register-and-log-in.js";
 import { type ListeningService, runCommand, startService } from "./support/service-process.js";
 
 const NATS_PORT = 21308;
 
+/** The stream's messages once it holds `count`, or after 20 s what it holds (the caller's assertions say what is missing). */
 async function streamWith(url: string, count: number): Promise<StreamMessage[]> {
-  const deadline = Date.now() + 20_000;
-  for (;;) {
-    const messages = await readStream(url);
-    if (messages.length >= count || Date.now() > deadline) return messages;
-    await sleep(100);
-  }
+  let messages: StreamMessage[] = [];
+  await vi
+    .waitFor(
+      async () => {
+        messages = await readStream(url);
+        if (messages.length < count) throw new Error(`${messages.length} of ${count} messages`);
+      },
+      { timeout: 20_000, interval: 100 },
+    )
+    .catch(() => undefined);
+  return messages;
 }
 
 // The quick start's embedded database with NATS_URL: the one process always publishes.

@@ -4,11 +4,13 @@ import { expect } from "vitest";
 
 /** Polls `check` every 50 ms until it holds; fails with `what` after `timeoutMs`. */
 export async function eventually(what: string, check: () => boolean | Promise<boolean>, timeoutMs = 20_000) {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting until ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
+  await expect
+    .poll(check, {
+      interval: 50,
+      timeout: timeoutMs,
+      message: `timed out after ${timeoutMs} ms waiting until ${what}`,
+    })
+    .toBe(true);
 }
 
 /** Waits until the stream holds `count` messages, then answers all of them. */

@@ -39,13 +39,8 @@ describeNeeding(postgres, "the LISTEN connection of a PostgreSQL handle", () => 
     return heard;
   };
 
-  const until = async (what: string, done: () => boolean) => {
-    const deadline = Date.now() + 5000;
-    while (!done()) {
-      if (Date.now() > deadline) throw new Error(`${what} within 5 s`);
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
-  };
+  const until = (what: string, done: () => boolean) =>
+    expect.poll(done, { interval: 20, timeout: 5000, message: `${what} within 5 s` }).toBe(true);
 
   it("listens on the listen URL's database, not the pool's, when one is given", async () => {
     const handle = open(serverUrl(other));

@@ -1,5 +1,4 @@
 import { createServer, type Server, type Socket, connect as tcpConnect } from "node:net";
-import { setTimeout as sleep } from "node:timers/promises";
 import { createPostgresDatabase, isDatabaseUnavailable } from "@posts/adapters-postgres";
 import { describeNeeding } from "@posts/domain/testing/vitest";
 import { sql } from "kysely";
@@ -14,13 +13,11 @@ const failureOf = (promise: Promise<unknown>) =>
     (error: unknown) => error,
   );
 
-async function until(condition: () => boolean | Promise<boolean>, what: string): Promise<void> {
-  const deadline = performance.now() + 5000;
-  while (!(await condition())) {
-    if (performance.now() > deadline) throw new Error(`timed out waiting until ${what}`);
-    await sleep(20);
-  }
-}
+/** Polls `condition` until it holds; fails naming `what` after 5 s. */
+const until = (condition: () => boolean | Promise<boolean>, what: string) =>
+  expect
+    .poll(condition, { interval: 20, timeout: 5000, message: `timed out waiting until ${what}` })
+    .toBe(true);
 
 /** A TCP relay to the server whose connections the test can reset, as a network failure does. */
 class ResettingRelay {

@@ -1,17 +1,14 @@
-import { setTimeout as sleep } from "node:timers/promises";
 import { embeddedPublisherLease, PostgresPublisherLease } from "@posts/adapters-postgres";
 import { describeNeeding } from "@posts/domain/testing/vitest";
 import { sql } from "kysely";
 import { afterEach, describe, expect, it } from "vitest";
 import { postgres, useTestDatabase } from "../use-test-database.js";
 
-async function until(condition: () => boolean | Promise<boolean>, what: string, timeoutMs = 10_000) {
-  const deadline = performance.now() + timeoutMs;
-  while (!(await condition())) {
-    if (performance.now() > deadline) throw new Error(`timed out waiting until ${what}`);
-    await sleep(20);
-  }
-}
+/** Polls `condition` until it holds; fails naming `what` after `timeoutMs`. */
+const until = (condition: () => boolean | Promise<boolean>, what: string, timeoutMs = 10_000) =>
+  expect
+    .poll(condition, { interval: 20, timeout: timeoutMs, message: `timed out waiting until ${what}` })
+    .toBe(true);
 
 describeNeeding(postgres, "PostgresPublisherLease", () => {
   const database = useTestDatabase("postgres");

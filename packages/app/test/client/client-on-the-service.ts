@@ -2,7 +2,7 @@ import { spawn } from "node:child_process";
 import { readFile, writeFile } from "node:fs/promises";
 import { fileURLToPath } from "node:url";
 import { type ClientOptions, createClient, type PostsClient } from "@posts/client";
-import { expect } from "vitest";
+import { expect, vi } from "vitest";
 import type { TcpProxy } from "../reliability/tcp-proxy.js";
 
 const ROOT = fileURLToPath(new URL("../../../../", import.meta.url));
@@ -253,24 +253,19 @@ export async function followTheFeedThroughACut(proxy: TcpProxy, proxiedUrl: stri
   const feed = follower.events.follow({ after: 0, signal: controller.signal });
   const numbers: number[] = [];
   const ofThePost: string[] = [];
-  let changed: (() => void) | undefined;
   const following = (async () => {
     for await (const event of feed) {
       numbers.push(Number(event.id));
       if (event.subject === String(id)) ofThePost.push(event.type);
-      changed?.();
       if (ofThePost.length === 3) controller.abort();
     }
   })();
-  const until = async (done: () => boolean) => {
-    const deadline = performance.now() + 20_000;
-    while (!done() && performance.now() < deadline)
-      await new Promise<void>((resolve) => {
-        changed = resolve;
-        setTimeout(resolve, 100);
-      });
-    expect(done(), `events seen: ${numbers.join(", ")}; of the post: ${ofThePost.join(", ")}`).toBe(true);
-  };
+  const until = (done: () => boolean) =>
+    vi.waitFor(
+      () =>
+        expect(done(), `events seen: ${numbers.join(", ")}; of the post: ${ofThePost.join(", ")}`).toBe(true),
+      { timeout: 20_000, interval: 20 },
+    );
   await until(() => ofThePost.length === 1);
   proxy.cut();
   const read = succeeded(await client.posts.get(id));
