@@ -20,6 +20,10 @@ export interface HttpTimeouts {
   readonly keepAliveMs?: number;
 }
 
+// The statistics below are the slices of adapters-postgres's own (`StandbyReadStats`,
+// `PostCacheStats`) that /metrics shows, declared here again because adapters never import one
+// another; the app hands the one to the other, so the compiler checks that they still agree.
+
 /** How the database's connection pool is used at the moment of asking (GET /metrics). */
 export interface DatabasePoolStats {
   /** Most connections the pool opens. */

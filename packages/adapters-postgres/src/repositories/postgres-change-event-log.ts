@@ -305,6 +305,8 @@ export class PostgresChangeEventLog implements ChangeEventLog {
   }
 
   subscribe(listener: (lastNumber: number) => void): () => void {
+    // Wrapped, so that one function subscribed twice is two subscriptions: the port's promise,
+    // kept in these same lines by the domain testing kit's log, which production code may not import.
     const own = (last: number) => listener(last);
     this.#listeners.add(own);
     return () => {
