@@ -1,7 +1,7 @@
 import { openTestDatabase, type TestDatabase } from "@posts/adapters-postgres/testing";
 import { describeNeeding } from "@posts/domain/testing/vitest";
 import pg from "pg";
-import { afterAll, afterEach, beforeAll, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, expect, it, vi } from "vitest";
 import { postgresNotifications } from "../../src/connection/postgres-notifications.js";
 import { postgres, serverUrl } from "../use-test-database.js";
 
@@ -41,13 +41,16 @@ describeNeeding(postgres, "statements on the listening session", () => {
 
   /** Calls `prepared` until the session is open and answers, for at most 5 s. */
   const once = async <Row>(session: ReturnType<typeof open>, name: string, text: string): Promise<Row[]> => {
-    const deadline = Date.now() + 5000;
-    for (;;) {
-      const answer = session.prepared(name, text);
-      if (answer !== undefined) return (await answer) as Row[];
-      if (Date.now() > deadline) throw new Error("the session did not open within 5 s");
-      await new Promise((resolve) => setTimeout(resolve, 10));
-    }
+    // Wrapped, so that waitFor retries only while the session is not open, not a failed statement.
+    const { answer } = await vi.waitFor(
+      () => {
+        const answer = session.prepared(name, text);
+        if (answer === undefined) throw new Error("the session did not open within 5 s");
+        return { answer };
+      },
+      { timeout: 5000, interval: 10 },
+    );
+    return (await answer) as Row[];
   };
 
   const backendsOf = async (applicationName: string) =>

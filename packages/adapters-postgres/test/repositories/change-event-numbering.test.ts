@@ -5,7 +5,7 @@ import { describeNeeding } from "@posts/domain/testing/vitest";
 import fc from "fast-check";
 import { sql } from "kysely";
 import pg from "pg";
-import { afterAll, beforeAll, expect, it } from "vitest";
+import { afterAll, beforeAll, expect, it, vi } from "vitest";
 import { postgres, serverUrl } from "../use-test-database.js";
 
 // The interleavings that break naive numbering, played step by step on separate connections
@@ -296,9 +296,10 @@ describeNeeding(postgres, "numbering change events on PostgreSQL, under interlea
       await new Promise((resolve) => setTimeout(resolve, 300));
       expect(heard).toEqual([]);
       expect(await log.numberPending()).toBe(2);
-      const deadline = Date.now() + 5000;
-      while (heard.length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
-      expect(heard).toEqual(["post_events_numbered"]);
+      await vi.waitFor(() => expect(heard).toEqual(["post_events_numbered"]), {
+        timeout: 5000,
+        interval: 10,
+      });
     } finally {
       await query(3, "UNLISTEN *");
       listener.off("notification", onNotification);
@@ -314,9 +315,7 @@ describeNeeding(postgres, "numbering change events on PostgreSQL, under interlea
     try {
       await numberAll();
       await insertPost(2, "checked");
-      const deadline = Date.now() + 5000;
-      while (!heard.includes(start + 1) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
-      expect(heard).toContain(start + 1);
+      await vi.waitFor(() => expect(heard).toContain(start + 1), { timeout: 5000, interval: 20 });
       expect(numbers(await log.readAfter(start, 10))).toEqual([start + 1]);
     } finally {
       stop();

@@ -186,13 +186,14 @@ describeNeeding(
     });
 
     /** Until the service's PATCH is inside its statement, waiting for the test's row lock. */
-    const untilWaitingForTheLock = async () => {
-      const deadline = performance.now() + 5000;
-      while ((await backendsWaitingForLocks(database(), databaseNameOf(database().connectionString))) === 0) {
-        if (performance.now() > deadline) throw new Error("the PATCH never reached the row lock");
-        await sleep(20);
-      }
-    };
+    const untilWaitingForTheLock = () =>
+      expect
+        .poll(() => backendsWaitingForLocks(database(), databaseNameOf(database().connectionString)), {
+          timeout: 5000,
+          interval: 20,
+          message: "the PATCH never reached the row lock",
+        })
+        .not.toBe(0);
 
     it("survives the server terminating its connections, idle or busy, and serves the next requests", async () => {
       // Busy: a PATCH waiting for a row lock holds a connection in the middle of a statement.

@@ -1,7 +1,6 @@
-import { setTimeout as sleep } from "node:timers/promises";
 import { postgresForTests } from "@posts/adapters-postgres/testing";
 import { describeNeeding } from "@posts/domain/testing/vitest";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { accepts, type ListeningService, type LogLine, startService } from "../support/service-process.js";
 import { insertUserWithToken, lockPost, storedPost } from "./admin-sql.js";
 import { createPost, jsonRequest, type SignedUpUser } from "./api-client.js";
@@ -94,12 +93,13 @@ describeNeeding(
           (error: unknown) => ({ title, status: 0, body: String(error) }),
         ),
       );
-      const deadline = performance.now() + 15_000;
-      while (running.logs.filter(isIncomingPatch).length < count) {
-        if (performance.now() > deadline)
-          throw new Error(`not every PATCH reached the service\n${running.output()}`);
-        await sleep(20);
-      }
+      await vi.waitFor(
+        () => {
+          if (running.logs.filter(isIncomingPatch).length < count)
+            throw new Error(`not every PATCH reached the service\n${running.output()}`);
+        },
+        { timeout: 15_000, interval: 20 },
+      );
       return { titles, responses: Promise.all(responses) };
     };
 
@@ -121,12 +121,13 @@ describeNeeding(
         // 30 s, not the default 45: a miss then fails within the test's 60 s, with the output.
         await running.waitForLog(isShuttingDown, { timeoutMs: 30_000 });
         // The listener closes first, while the accepted requests are still waiting.
-        const deadline = performance.now() + 2000;
-        while (await accepts(running.port)) {
-          if (performance.now() > deadline)
-            throw new Error("the service still accepts connections after SIGTERM");
-          await sleep(20);
-        }
+        await vi.waitFor(
+          async () => {
+            if (await accepts(running.port))
+              throw new Error("the service still accepts connections after SIGTERM");
+          },
+          { timeout: 2000, interval: 20 },
+        );
         expect(running.child.exitCode).toBeNull();
       } finally {
         await release();
