@@ -17,6 +17,7 @@ import {
 import { parseInt8 } from "../../connection/type-parsers.js";
 import type { Database } from "../../schema/database.js";
 import { type PreparedStatement, prepare } from "../prepare.js";
+import { type NewPostColumns, newPostColumns } from "./plain-creation.js";
 import { writesTogether } from "./turn-batches.js";
 
 interface KeyedCreateValues {
@@ -43,11 +44,7 @@ interface KeyedCreateRow {
 }
 
 /** Several idempotent creations with keys never used, in the order asked; fingerprints in hex. */
-interface NewKeysValues {
-  readonly authorIds: readonly number[];
-  readonly titles: readonly string[];
-  readonly contents: readonly string[];
-  readonly createdAts: readonly string[];
+interface NewKeysValues extends NewPostColumns {
   readonly keys: readonly string[];
   readonly fingerprints: readonly string[];
   readonly expiresAts: readonly string[];
@@ -304,10 +301,7 @@ export class IdempotentCreation {
 
   async #createManyWithNewKeys(asked: readonly KeyedCreateValues[]): Promise<(number | Error)[]> {
     const rows = await this.#createWithNewKeys({
-      authorIds: asked.map((values) => values.authorId),
-      titles: asked.map((values) => values.title),
-      contents: asked.map((values) => values.content),
-      createdAts: asked.map((values) => values.createdAt),
+      ...newPostColumns(asked),
       keys: asked.map((values) => values.key),
       fingerprints: asked.map((values) => values.fingerprint.toString("hex")),
       expiresAts: asked.map((values) => values.expiresAt),

@@ -14,11 +14,22 @@ interface CreateValues {
   readonly createdAt: string;
 }
 
-interface ManyValues {
+/** The new posts of one statement, column by column, as its array parameters take them. */
+export interface NewPostColumns {
   readonly authorIds: readonly number[];
   readonly titles: readonly string[];
   readonly contents: readonly string[];
   readonly createdAts: readonly string[];
+}
+
+/** `asked`'s new posts as the columns of a statement that inserts them all (keyed ones too). */
+export function newPostColumns(asked: readonly CreateValues[]): NewPostColumns {
+  return {
+    authorIds: asked.map((values) => values.authorId),
+    titles: asked.map((values) => values.title),
+    contents: asked.map((values) => values.content),
+    createdAts: asked.map((values) => values.createdAt),
+  };
 }
 
 /**
@@ -35,7 +46,7 @@ interface ManyValues {
  */
 export class PlainCreation {
   readonly #one: PreparedStatement<CreateValues, PostRow>;
-  readonly #many: PreparedStatement<ManyValues, PostRow & { readonly ord: number }>;
+  readonly #many: PreparedStatement<NewPostColumns, PostRow & { readonly ord: number }>;
   readonly #create: (values: CreateValues) => Promise<PostRow | undefined>;
 
   constructor(db: Kysely<Database>) {
@@ -59,7 +70,7 @@ export class PlainCreation {
     // names the creation it answers (`ord`, its place in the arrays) and the posts of one
     // statement are numbered in the order they were asked for. A creation whose author is gone
     // takes no id and inserts nothing.
-    this.#many = prepare(db, (p: ManyValues) =>
+    this.#many = prepare(db, (p: NewPostColumns) =>
       sql<PostRow & { readonly ord: number }>`
         WITH wanted AS MATERIALIZED (
           SELECT nextval(pg_get_serial_sequence('posts', 'id')) AS id, asked.*
@@ -111,12 +122,7 @@ export class PlainCreation {
   }
 
   async #createMany(asked: readonly CreateValues[]): Promise<(PostRow | undefined)[]> {
-    const rows = await this.#many({
-      authorIds: asked.map((values) => values.authorId),
-      titles: asked.map((values) => values.title),
-      contents: asked.map((values) => values.content),
-      createdAts: asked.map((values) => values.createdAt),
-    });
+    const rows = await this.#many(newPostColumns(asked));
     const answers: (PostRow | undefined)[] = asked.map(() => undefined);
     for (const row of rows) answers[parseInt8(row.ord) - 1] = row;
     return answers;
