@@ -1,5 +1,9 @@
 import pg from "pg";
 
+// The shapes of the relay's `Lease` and `PublisherLease` (adapters-nats's ports), declared here in
+// this adapter's words because adapters never import one another; the app hands this lease to the
+// relay, so the compiler checks that the two still agree.
+
 /** Held by at most one process at a time, for as long as its connection to the database lives. */
 export interface DatabaseLease {
   /** Aborts when the lease is lost: its connection died or stopped answering. */
