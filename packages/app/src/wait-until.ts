@@ -7,8 +7,9 @@
  * Node 20 never clears).
  *
  * The same function is `src/connection/wait-until.ts` of adapters-postgres, `src/events/` of
- * adapters-http, `src/` of adapters-nats, app and client: adapters never import one another and
- * @posts/client imports nothing of ours, so each package that waits keeps a copy; a change to one is a change to all five.
+ * adapters-http, `src/` of adapters-nats, app and client: adapters never import one another,
+ * @posts/client imports nothing of ours, and the domain holds the rules of posts, not timers, so
+ * each package that waits keeps a copy; a change to one is a change to all five.
  */
 export function waitUntil<T>(
   arm: (settle: (value: T) => void) => (() => void) | undefined,
