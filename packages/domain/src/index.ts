@@ -28,7 +28,7 @@ export type { UserRepository } from "./ports/user-repository.js";
 export type { Author, NewPost, Post, PostChanges } from "./post.js";
 export { nextUpdatedAt } from "./post.js";
 export type { PostChangeEvent, PostChangeType } from "./post-change-event.js";
-export { POST_CHANGE_TYPES } from "./post-change-event.js";
+export { changeEventTextBytes, POST_CHANGE_TYPES } from "./post-change-event.js";
 export type { IdempotencyKeyUse } from "./post-repository-rules.js";
 export {
   answerForUsedKey,

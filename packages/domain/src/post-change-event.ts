@@ -32,3 +32,34 @@ export type PostChangeEvent =
   | (ChangeEventHead & { readonly type: "post.created"; readonly post: Post })
   | (ChangeEventHead & { readonly type: "post.updated"; readonly post: Post })
   | (ChangeEventHead & { readonly type: "post.deleted" });
+
+/**
+ * The bytes of text an event carries: its post's title, content and author's email in UTF-8 (none
+ * for a deletion). What the `maxBytes` of `ChangeEventLog.readAfter` counts: an event's size on
+ * the wire grows with it, and the rest of an event is small and of bounded size.
+ */
+export function changeEventTextBytes(event: PostChangeEvent): number {
+  if (event.type === "post.deleted") return 0;
+  const { title, content, author } = event.post;
+  return utf8Bytes(title) + utf8Bytes(content) + utf8Bytes(author.email);
+}
+
+// Counted from the UTF-16 code units, without encoding: a content may be megabytes.
+function utf8Bytes(text: string): number {
+  let bytes = text.length;
+  for (let i = 0; i < text.length; i++) {
+    const unit = text.charCodeAt(i);
+    if (unit >= 0xd800 && unit <= 0xdbff && i + 1 < text.length) {
+      const next = text.charCodeAt(i + 1);
+      // A surrogate pair: four bytes for its two units.
+      if (next >= 0xdc00 && next <= 0xdfff) {
+        bytes += 2;
+        i++;
+        continue;
+      }
+    }
+    if (unit >= 0x800) bytes += 2;
+    else if (unit >= 0x80) bytes += 1;
+  }
+  return bytes;
+}

@@ -20,6 +20,9 @@ const BUSY_RETRY_MS = 20;
 // waking it: under a stream of writes it numbers them in batches instead of one short
 // transaction per write, which the writes would pay for; a lone change is numbered at once.
 const MIN_RUN_INTERVAL_MS = 50;
+// The byte bound of a read that asks for none: larger than any sum of texts the table can hold
+// in one page, and a bigint parameter as the sum it is compared with.
+const UNBOUNDED = Number.MAX_SAFE_INTEGER;
 
 /** Options of {@link PostgresChangeEventLog}. */
 export interface PostgresChangeEventLogOptions {
@@ -101,7 +104,7 @@ export class PostgresChangeEventLog implements ChangeEventLog {
   readonly #db: Kysely<Database>;
   readonly #options: PostgresChangeEventLogOptions;
   readonly #listeners = new Set<(lastNumber: number) => void>();
-  readonly #readAfter: PreparedStatement<{ after: number; limit: number }, EventRow>;
+  readonly #readAfter: PreparedStatement<{ after: number; limit: number; maxBytes: number }, EventRow>;
   readonly #stops: (() => Promise<void>)[] = [];
   #timer: NodeJS.Timeout | undefined;
   #sequencing: Promise<void> | undefined;
@@ -120,25 +123,26 @@ export class PostgresChangeEventLog implements ChangeEventLog {
     // Compiled once and, on a server, a named statement: the feed's pages and the relay's batches
     // read the log many times a second under writes, and each read built the query again in
     // Kysely and had the server parse and plan it.
-    this.#readAfter = prepare(db, (p: { after: number; limit: number }) =>
-      db
-        .selectFrom("post_events")
-        .select([
-          "number",
-          "type",
-          "post_id",
-          "title",
-          "content",
-          "created_at",
-          "updated_at",
-          "author_id",
-          "author_email",
-          "occurred_at",
-        ])
-        .where("number", ">", p.after)
-        .orderBy("number")
-        .limit(p.limit)
-        .compile(),
+    this.#readAfter = prepare(db, (p: { after: number; limit: number; maxBytes: number }) =>
+      // The running total of the text before each event decides whether it is read: sizes come
+      // from octet_length, which reads a value's stored length without fetching it, so the rows
+      // past the bound cost an index entry and a heap tuple each, never their megabytes of text.
+      sql<EventRow>`
+        SELECT number, type, post_id, title, content, created_at, updated_at, author_id,
+               author_email, occurred_at
+        FROM (
+          SELECT number, type, post_id, title, content, created_at, updated_at, author_id,
+                 author_email, occurred_at,
+                 sum(coalesce(octet_length(title), 0) + coalesce(octet_length(content), 0)
+                     + coalesce(octet_length(author_email), 0))
+                   OVER (ORDER BY number ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS text_before
+          FROM post_events
+          WHERE number > ${p.after}
+          ORDER BY number
+          LIMIT ${p.limit}
+        ) page
+        WHERE coalesce(page.text_before, 0) < ${p.maxBytes}
+        ORDER BY number`.compile(db),
     );
   }
 
@@ -292,8 +296,8 @@ export class PostgresChangeEventLog implements ChangeEventLog {
     for (const listener of this.#listeners) listener(last);
   }
 
-  async readAfter(after: number, limit: number): Promise<readonly PostChangeEvent[]> {
-    return (await this.#readAfter({ after, limit })).map(toEvent);
+  async readAfter(after: number, limit: number, maxBytes = UNBOUNDED): Promise<readonly PostChangeEvent[]> {
+    return (await this.#readAfter({ after, limit, maxBytes })).map(toEvent);
   }
 
   async lastNumber(): Promise<number> {

@@ -15,8 +15,14 @@ export interface ChangeEventLog {
    * newest event is always kept and numbers have no gap, the answer is empty exactly when
    * `after` is at or past the last number; when its first event is not `after + 1`, the events
    * between were dropped by the retention.
+   *
+   * With `maxBytes` (≥ 1), the answer also stops after the first event that brings the text of
+   * the events listed (as `changeEventTextBytes` counts it) to `maxBytes` or more: it holds at least one
+   * event while there is one, and never more than `maxBytes` plus one event's text, so that a
+   * reader's memory is bounded whatever the size of the posts. The store measures the events
+   * before it reads them: the events past the bound are never fetched.
    */
-  readAfter(after: number, limit: number): Promise<readonly PostChangeEvent[]>;
+  readAfter(after: number, limit: number, maxBytes?: number): Promise<readonly PostChangeEvent[]>;
 
   /** The number of the newest event, or 0 when no change has been numbered yet. */
   lastNumber(): Promise<number>;

@@ -1,6 +1,6 @@
 import type { ChangeEventLog } from "../ports/change-event-log.js";
 import type { Post } from "../post.js";
-import type { PostChangeEvent } from "../post-change-event.js";
+import { changeEventTextBytes, type PostChangeEvent } from "../post-change-event.js";
 
 /** A change as the store records it, before it has its number. */
 export type RecordedChange =
@@ -48,10 +48,21 @@ export class InMemoryChangeEventLog implements ChangeEventLog {
     });
   }
 
-  async readAfter(after: number, limit: number): Promise<readonly PostChangeEvent[]> {
+  async readAfter(
+    after: number,
+    limit: number,
+    maxBytes = Number.POSITIVE_INFINITY,
+  ): Promise<readonly PostChangeEvent[]> {
     const first = this.#entries[0]?.event.number ?? 1;
     const start = Math.max(0, Math.floor(after) + 1 - first);
-    return this.#entries.slice(start, start + limit).map((entry) => entry.event);
+    const events: PostChangeEvent[] = [];
+    let bytes = 0;
+    for (const entry of this.#entries.slice(start, start + limit)) {
+      if (bytes >= maxBytes) break;
+      events.push(entry.event);
+      bytes += changeEventTextBytes(entry.event);
+    }
+    return events;
   }
 
   async lastNumber(): Promise<number> {

@@ -44,7 +44,7 @@ const aKey = () => `events-${run}-${++sequence}`;
  * says, numbered next; a user's deletion is one deletion event per post of theirs; a replayed
  * idempotent creation and every refused write make none; concurrent changes are numbered
  * 1..n with no gap or repeat, and one post's concurrent updates in the order of its versions;
- * `readAfter` pages by `after` and `limit`; `lastNumber`; subscribers hear of new numbers;
+ * `readAfter` pages by `after` and `limit`, and stops at `maxBytes` of text as the port says; `lastNumber`; subscribers hear of new numbers;
  * `deleteNumberedBefore` forgets from the front and never the newest, and numbering goes on.
  */
 export function changeEventLogContract(
@@ -241,6 +241,55 @@ export function changeEventLogContract(
       expect(await log().readAfter(before + 5, 100)).toEqual([]);
       expect(await log().readAfter(before + 500, 100)).toEqual([]);
       expect(await log().lastNumber()).toBe(before + 5);
+    });
+
+    test("readAfter with maxBytes stops after the event that reaches it, measured in UTF-8 bytes", async () => {
+      const author = await newAuthor();
+      const before = await mark();
+      // Korean text is three bytes a character: a bound counted in characters would list more.
+      const texts = ["가".repeat(1000), "x".repeat(2000), "나".repeat(10), "y".repeat(5000), "z"];
+      const posts = [];
+      for (const [i, content] of texts.entries()) {
+        posts.push(
+          await fixture().posts.create({ authorId: author.id, title: "t", content, createdAt: at(i) }),
+        );
+      }
+      await eventsAfter(before, texts.length);
+      const utf8 = (text: string) => new TextEncoder().encode(text).length;
+      const bytes = (i: number) => 1 + utf8(texts[i] as string) + utf8(author.email);
+      // The first alone reaches the bound: it is listed all the same, and alone.
+      expect(numbersOf(await log().readAfter(before, 100, 1))).toEqual([before + 1]);
+      // Short of the bound after the first, reached by the second: both.
+      expect(numbersOf(await log().readAfter(before, 100, bytes(0) + 1))).toEqual([before + 1, before + 2]);
+      // Exactly reached by the first two: the third is not read.
+      expect(numbersOf(await log().readAfter(before, 100, bytes(0) + bytes(1)))).toEqual([
+        before + 1,
+        before + 2,
+      ]);
+      // Within one byte of it: the third reaches it.
+      expect(numbersOf(await log().readAfter(before, 100, bytes(0) + bytes(1) + 1))).toEqual([
+        before + 1,
+        before + 2,
+        before + 3,
+      ]);
+      // limit still applies, and so does after.
+      expect(numbersOf(await log().readAfter(before, 2, 1_000_000))).toEqual([before + 1, before + 2]);
+      expect(numbersOf(await log().readAfter(before + 3, 100, bytes(3)))).toEqual([before + 4]);
+      expect(numbersOf(await log().readAfter(before + 3, 100, bytes(3) + 1))).toEqual([
+        before + 4,
+        before + 5,
+      ]);
+      // A deletion carries no text: it never reaches the bound by itself.
+      const post = posts[4];
+      if (post === undefined) throw new Error("no post");
+      await fixture().posts.delete({ id: post.id, authorId: author.id });
+      await eventsAfter(before, texts.length + 1);
+      expect(numbersOf(await log().readAfter(before + 4, 100, 1))).toEqual([before + 5]);
+      expect(numbersOf(await log().readAfter(before + 4, 100, bytes(4) + 1))).toEqual([
+        before + 5,
+        before + 6,
+      ]);
+      expect(await log().readAfter(before + 6, 100, 1)).toEqual([]);
     });
 
     test("a subscriber hears of new numbers, and no more once it has unsubscribed", async () => {
