@@ -11,6 +11,7 @@ import { envelopeBuilder, envelopeSender } from "./errors/error-envelope.js";
 import { errorHandler } from "./errors/error-handler.js";
 import { notFoundBeforeBody, notFoundHandler } from "./errors/not-found-handler.js";
 import { rendererFor } from "./events/cloud-event.js";
+import type { EventFeedStats } from "./events/event-feed-stats.js";
 import { gracefulClose } from "./http/graceful-close.js";
 import { jsonObjectValidatorCompiler } from "./http/json-object-validator-compiler.js";
 import { lingeringClose } from "./http/lingering-close.js";
@@ -29,6 +30,13 @@ import type { RouteContext } from "./routes/route-context.js";
 import { userRoutes } from "./routes/user-routes.js";
 
 const DEFAULT_RETRY_AFTER_SECONDS = 5;
+const NO_EVENT_FEED: EventFeedStats = {
+  streams: 0,
+  bufferedBytes: 0,
+  stalled: 0,
+  readersActive: 0,
+  readersWaiting: 0,
+};
 // Node's default header limit (16 KiB) bounds a URL anyway; a shorter limit would turn a long
 // numeric id into a router error instead of "no such post".
 const MAX_PARAM_LENGTH = 16_384;
@@ -110,9 +118,13 @@ export async function buildHttpApp(options: HttpAppOptions): Promise<FastifyInst
   app.addHook("onRequest", notFoundBeforeBody(app, sendEnvelope));
   // Before every route: @fastify/swagger collects routes as they are added.
   await app.register(openApi);
+  // Set by the event routes, registered after the metrics that read it.
+  let eventFeedStats: (() => EventFeedStats) | undefined;
   if (options.metrics !== false) {
     const postCache = options.postCache;
     await app.register(metrics, {
+      eventFeedStats:
+        options.changeEvents === undefined ? undefined : () => eventFeedStats?.() ?? NO_EVENT_FEED,
       poolStats: options.poolStats,
       // Called on the cache itself: a class instance's method loses its `this` when passed alone.
       postCacheStats: postCache === undefined ? undefined : () => postCache.stats(),
@@ -138,7 +150,12 @@ export async function buildHttpApp(options: HttpAppOptions): Promise<FastifyInst
       ...(options.eventStreamHeartbeatMs === undefined
         ? {}
         : { heartbeatMs: options.eventStreamHeartbeatMs }),
+      ...(options.eventStreamCaps === undefined ? {} : { caps: options.eventStreamCaps }),
+      ...(options.eventStreamStallMs === undefined ? {} : { stallMs: options.eventStreamStallMs }),
       onError: (error) => app.log.error({ err: error }, "reading the change event log failed"),
+      exposeStats: (read) => {
+        eventFeedStats = read;
+      },
     });
   }
   await app.register(postRoutes, context);

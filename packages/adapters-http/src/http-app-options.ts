@@ -1,6 +1,7 @@
 import type { AttemptCounter, ChangeEventLog, Dependencies, Post } from "@posts/domain";
 import type { FastifyServerOptions } from "fastify";
 import type { ThrottleSettings } from "./auth/failure-throttle.js";
+import type { StreamCapSettings } from "./events/stream-caps.js";
 
 /** Socket timeouts, in milliseconds. */
 export interface HttpTimeouts {
@@ -146,10 +147,20 @@ export interface HttpAppOptions {
   /** Retry-After, in seconds, of 503 answers. Default 5. */
   readonly retryAfterSeconds?: number;
   /**
-   * The log GET /api/v1/posts/events serves (docs/change-events.md). Absent: the path is no route of its
-   * own (GET answers as for a non-numeric post id).
+   * The log GET /api/v1/posts/events serves (docs/change-events.md). Absent: the path is no route
+   * of its own (GET answers as for a non-numeric post id).
    */
   readonly changeEvents?: ChangeEventLog;
   /** How often an open event stream gets a keep-alive comment, in ms. Default and most 15 000. */
   readonly eventStreamHeartbeatMs?: number;
+  /**
+   * The most event streams open at once, in all and from one client address; past either, a
+   * stream is refused with 429 and Retry-After. Absent: no cap.
+   */
+  readonly eventStreamCaps?: StreamCapSettings;
+  /**
+   * How long an event stream's client, or a JSON page's, may leave what it was sent untaken before
+   * it is disconnected, in ms. Default 30 000.
+   */
+  readonly eventStreamStallMs?: number;
 }

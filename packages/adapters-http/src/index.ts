@@ -6,6 +6,7 @@ export { buildHttpApp } from "./build-http-app.js";
 export type { ErrorEnvelope } from "./errors/error-envelope.js";
 export { HTTP_MESSAGES } from "./errors/http-messages.js";
 export { CLOUD_EVENT_SOURCE, type CloudEventRenderer, cloudEventRenderer } from "./events/cloud-event.js";
+export type { StreamCapSettings } from "./events/stream-caps.js";
 export { type TimestampFormatter, timestampFormatter } from "./http/timestamp-formatter.js";
 export type {
   DatabasePoolStats,

@@ -26,6 +26,7 @@ export const HTTP_MESSAGES = {
   requestTimeout: "요청이 제한 시간 안에 도착하지 않았습니다.",
   headersTooLarge: "요청 헤더가 허용된 크기를 넘었습니다.",
   tooManyAttempts: "실패한 시도가 너무 많습니다. 잠시 후 다시 시도해주세요.",
+  tooManyStreams: "열려 있는 이벤트 스트림이 너무 많습니다. 잠시 후 다시 시도해주세요.",
   unavailable: "서비스를 일시적으로 사용할 수 없습니다. 잠시 후 다시 시도해주세요.",
   notReady: "서비스가 아직 요청을 받을 준비가 되지 않았습니다.",
   internal: "요청을 처리하는 중 오류가 발생했습니다.",

@@ -1,13 +1,7 @@
 import type { ChangeEventLog, PostChangeEvent } from "@posts/domain";
 import type { CloudEventRenderer } from "./cloud-event.js";
+import { type FeedMessage, feedMessage } from "./feed-message.js";
 import { waitUntil } from "./wait-until.js";
-
-/** A change event as the feed sends it: its number, its type and its CloudEvent's JSON. */
-export interface RenderedEvent {
-  readonly number: number;
-  readonly type: PostChangeEvent["type"];
-  readonly json: string;
-}
 
 /** Options of {@link ChangeFeedHub}. */
 export interface ChangeFeedHubOptions {
@@ -17,11 +11,15 @@ export interface ChangeFeedHubOptions {
   readonly onError?: (error: unknown) => void;
 }
 
-// The newest events kept rendered for the readers at the end of the feed: enough for a burst, and
-// bounded in bytes, since one event may carry a post of megabytes.
+// The newest messages kept for the readers at the end of the feed: enough for a burst, and
+// bounded in bytes, since one event may carry a post of megabytes (the newest is kept whatever
+// its size, so that every follower can be given it).
 const TAIL_EVENTS = 1000;
 const TAIL_BYTES = 8 * 1024 * 1024;
-const PAGE = 500;
+// One read of the log by the hub: bounded in bytes too, so that a burst of large posts is read
+// one bounded batch at a time.
+const FILL_EVENTS = 500;
+const FILL_BYTES = 1024 * 1024;
 const RETRY_MS = 1000;
 
 /**
@@ -33,7 +31,7 @@ const RETRY_MS = 1000;
  */
 export class ChangeFeedHub {
   readonly #options: ChangeFeedHubOptions;
-  #tail: RenderedEvent[] = [];
+  #tail: FeedMessage[] = [];
   #tailBytes = 0;
   // Every event up to #readTo has been read (the tail ends there, or is empty); #known is the
   // newest number heard of.
@@ -76,24 +74,40 @@ export class ChangeFeedHub {
   }
 
   /**
-   * The events after `after`, at most `limit`, rendered: from the tail when it holds them; none
-   * without asking the log when the hub has heard of nothing newer (the reader then waits, and
-   * the notification of anything newer wakes it: a thousand streams at the end cost no query);
-   * else from the log. With `fromLog`, always from the log: for a reader whose position does not
-   * come from a read of the log made since the hub started (a client's Last-Event-ID, a JSON
-   * page). Empty from the log exactly when `after` is at or past the log's newest number.
+   * The messages after `after` the hub holds, as few as `maxBytes` allows after the first (the
+   * followers' path: the messages are shared, never read or rendered again); `undefined` when the
+   * hub does not hold the next one (the reader is at the end, see {@link isAtEnd}, or behind the
+   * tail, and reads the log with {@link readLog}).
    */
-  async read(after: number, limit: number, fromLog = false): Promise<readonly RenderedEvent[]> {
-    if (!fromLog) {
-      const first = this.#tail[0];
-      if (first !== undefined && after >= first.number - 1 && after < this.#readTo) {
-        const start = after - first.number + 1;
-        return this.#tail.slice(start, start + limit);
-      }
-      if (after >= this.#known && after >= this.#readTo) return [];
+  tailAfter(after: number, maxBytes: number): readonly FeedMessage[] | undefined {
+    const first = this.#tail[0];
+    if (first === undefined || after < first.number - 1 || after >= this.#readTo) return undefined;
+    const messages: FeedMessage[] = [];
+    let bytes = 0;
+    for (let i = after - first.number + 1; i < this.#tail.length && bytes < maxBytes; i++) {
+      const message = this.#tail[i] as FeedMessage;
+      messages.push(message);
+      bytes += message.bytes.length;
     }
-    const events = await this.#options.log.readAfter(after, limit);
-    return events.map((event) => this.#rendered(event));
+    return messages;
+  }
+
+  /**
+   * Whether the hub has heard of nothing after `after`: a reader there waits ({@link waitAfter})
+   * and costs no query, and the notification of anything newer wakes it.
+   */
+  isAtEnd(after: number): boolean {
+    return after >= this.#known && after >= this.#readTo;
+  }
+
+  /**
+   * The events after `after` read from the log, at most `limit` and bounded by `maxBytes` as
+   * `ChangeEventLog.readAfter` bounds them, as messages: for a reader behind the tail. Empty
+   * exactly when `after` is at or past the log's newest number.
+   */
+  async readLog(after: number, limit: number, maxBytes: number): Promise<readonly FeedMessage[]> {
+    const events = await this.#options.log.readAfter(after, limit, maxBytes);
+    return events.map((event) => feedMessage(event, this.#options.render));
   }
 
   /**
@@ -111,10 +125,6 @@ export class ChangeFeedHub {
       },
       { signal, otherwise: undefined },
     );
-  }
-
-  #rendered(event: PostChangeEvent): RenderedEvent {
-    return { number: event.number, type: event.type, json: this.#options.render(event) };
   }
 
   #wakeBelow(readTo: number): void {
@@ -143,14 +153,14 @@ export class ChangeFeedHub {
           this.#tailBytes = 0;
           if (this.#known <= this.#readTo) break;
         }
-        const events = await this.#options.log.readAfter(this.#readTo, PAGE);
+        const events = await this.#options.log.readAfter(this.#readTo, FILL_EVENTS, FILL_BYTES);
         if (events.length === 0) break;
         // A gap means the retention went past the tail: it starts again from what there is.
         if ((events[0] as PostChangeEvent).number !== this.#readTo + 1) {
           this.#tail = [];
           this.#tailBytes = 0;
         }
-        for (const event of events) this.#append(this.#rendered(event));
+        for (const event of events) this.#append(feedMessage(event, this.#options.render));
         this.#readTo = (events.at(-1) as PostChangeEvent).number;
         if (this.#readTo > this.#known) this.#known = this.#readTo;
         this.#wakeBelow(this.#readTo);
@@ -167,11 +177,11 @@ export class ChangeFeedHub {
     }
   }
 
-  #append(event: RenderedEvent): void {
-    this.#tail.push(event);
-    this.#tailBytes += event.json.length;
+  #append(message: FeedMessage): void {
+    this.#tail.push(message);
+    this.#tailBytes += message.bytes.length;
     while (this.#tail.length > TAIL_EVENTS || (this.#tailBytes > TAIL_BYTES && this.#tail.length > 1)) {
-      this.#tailBytes -= (this.#tail.shift() as RenderedEvent).json.length;
+      this.#tailBytes -= (this.#tail.shift() as FeedMessage).bytes.length;
     }
   }
 }

@@ -1,18 +1,38 @@
 import type { ServerResponse } from "node:http";
-import type { ChangeFeedHub, RenderedEvent } from "./change-feed-hub.js";
+import type { ChangeFeedHub } from "./change-feed-hub.js";
+import { type FeedMessage, resetMessage } from "./feed-message.js";
+import type { FeedReaders } from "./feed-readers.js";
 
 /** The longest the feed may stay silent: a comment at least every 15 s keeps idle connections open (docs/change-events.md#as-a-stream). */
 export const MAX_HEARTBEAT_MS = 15_000;
-const STREAM_PAGE = 500;
+/** How long a stream's client may leave a batch untaken before it is disconnected, by default. */
+export const DEFAULT_STALL_MS = 30_000;
+/**
+ * One batch of a stream: what it writes at once, then waits for the client to take before it
+ * writes more. As many events as fit in these bytes, and always at least one, whatever its size.
+ */
+export const STREAM_BATCH_BYTES = 256 * 1024;
+const STREAM_BATCH_EVENTS = 500;
 
-/** One event as a Server-Sent Events message: `id`, `event` and the CloudEvent on one `data` line. */
-export function eventMessage(event: RenderedEvent): string {
-  return `id: ${event.number}\nevent: ${event.type}\ndata: ${event.json}\n\n`;
+/** Options of {@link EventStreams}. */
+export interface EventStreamsOptions {
+  /** How often each stream gets a comment line; at most 15 000. */
+  readonly heartbeatMs: number;
+  /**
+   * How long a stream waits for its client to take a batch before disconnecting it: a client
+   * that stops reading holds one batch for this long at most. Default 30 000.
+   */
+  readonly stallMs?: number;
 }
 
-/** The message that opens a stream resumed before the oldest event kept. */
-export function resetMessage(oldest: number): string {
-  return `event: reset\ndata: {"oldest":${oldest}}\n\n`;
+/** What the open streams of one app hold at the moment of asking. */
+export interface EventStreamStats {
+  /** Streams open. */
+  readonly open: number;
+  /** Bytes written to them that their sockets have not taken yet, in all. */
+  readonly bufferedBytes: number;
+  /** Streams disconnected, since the app started, because their client stopped reading. */
+  readonly stalled: number;
 }
 
 /**
@@ -20,20 +40,30 @@ export function resetMessage(oldest: number): string {
  * comment (a thousand idle streams cost one timer, not a thousand), and closing the app ends them
  * all, so that it does not wait for clients that never hang up.
  *
+ * Each stream writes one batch, bounded in bytes, then waits until its socket has taken it before
+ * it writes the next: what a stream holds is one batch, however slowly its client reads, and a
+ * client that leaves a batch untaken for `stallMs` is disconnected (it resumes with
+ * Last-Event-ID). A stream at the end of the feed takes its batches from the hub, which reads and
+ * renders each new event once for every follower, and writes the hub's own bytes (never a copy);
+ * a stream behind the hub's tail (a replay) reads the log itself during one of the
+ * {@link FeedReaders}' turns, which it holds until its client has taken the batch: replays share a
+ * bounded number of reads and of batches in memory, and never hold up the followers.
+ *
  * Written by hand on the raw response rather than through an SSE plugin: the format is three
- * lines per event, and what matters here is what a plugin does not do for us, namely sharing
- * the rendered events of the hub among streams and pausing a stream whose client reads slowly
- * (it then falls behind and reads from the log, instead of growing a buffer in memory).
+ * lines per event, and what matters here is what a plugin does not do for us (sharing the hub's
+ * messages, batches bounded in bytes, turns for replays, disconnecting a client that stopped).
  */
 export class EventStreams {
   readonly #streams = new Set<ServerResponse>();
   readonly #timer: NodeJS.Timeout;
+  readonly #stallMs: number;
+  #stalled = 0;
   #closed = false;
 
-  /** `heartbeatMs`: how often each stream gets a comment line; at most 15 000. */
-  constructor(heartbeatMs: number) {
-    this.#timer = setInterval(() => this.#heartbeat(), Math.min(heartbeatMs, MAX_HEARTBEAT_MS));
+  constructor(options: EventStreamsOptions) {
+    this.#timer = setInterval(() => this.#heartbeat(), Math.min(options.heartbeatMs, MAX_HEARTBEAT_MS));
     this.#timer.unref();
+    this.#stallMs = options.stallMs ?? DEFAULT_STALL_MS;
   }
 
   /** Whether {@link close} was called: a stream asked for from then on is refused (503). */
@@ -41,27 +71,30 @@ export class EventStreams {
     return this.#closed;
   }
 
-  /** How many streams are open. */
-  get size(): number {
-    return this.#streams.size;
+  /** How many streams are open, what they hold, and how many were cut for not reading. */
+  stats(): EventStreamStats {
+    let bufferedBytes = 0;
+    for (const response of this.#streams) bufferedBytes += response.writableLength;
+    return { open: this.#streams.size, bufferedBytes, stalled: this.#stalled };
   }
 
   /**
    * Serves one stream on `response`, whose headers it writes, from the events after `after`
-   * (the first page, read already, in `first`) until the client goes or the app closes. When
-   * `first` does not begin at `after + 1`, the events between were dropped by the retention: the
-   * stream opens with a reset message naming the oldest kept. A failure to read the log ends the
-   * stream (the client resumes with Last-Event-ID). Call it only while not {@link closed}: the
-   * caller answers the refusal, with the service's error envelope, before taking the response.
+   * until the client goes or the app closes. When the first event it finds is not `after + 1`
+   * (its own or, later, a follower's that fell behind the retention), the events between were
+   * dropped by the retention: a reset message naming the oldest kept comes first. A failure to
+   * read the log ends the stream (the client resumes with Last-Event-ID). Call it only while not
+   * {@link closed}: the caller answers the refusal, with the service's error envelope, before
+   * taking the response.
    */
   async serve(
     response: ServerResponse,
     headers: Readonly<Record<string, string | number | readonly string[]>>,
-    hub: ChangeFeedHub,
+    feed: { readonly hub: ChangeFeedHub; readonly readers: FeedReaders },
     after: number,
-    first: readonly RenderedEvent[],
   ): Promise<void> {
     if (this.#closed) throw new Error("EventStreams.serve called after close");
+    const { hub } = feed;
     response.writeHead(200, {
       ...headers,
       "content-type": "text/event-stream",
@@ -79,22 +112,16 @@ export class EventStreams {
     const gone = new AbortController();
     response.on("close", () => gone.abort());
     let position = after;
-    let events = first;
     try {
-      while (!gone.signal.aborted) {
-        if (events.length === 0) {
+      while (!gone.signal.aborted && !this.#closed) {
+        const live = hub.tailAfter(position, STREAM_BATCH_BYTES);
+        if (live !== undefined && live.length > 0) {
+          position = await this.#send(response, position, live);
+        } else if (hub.isAtEnd(position)) {
           await hub.waitAfter(position, gone.signal);
-          if (this.#closed) break;
-          events = await hub.read(position, STREAM_PAGE);
-          continue;
+        } else {
+          position = await this.#replay(response, position, feed, gone.signal);
         }
-        let chunk = "";
-        const oldest = (events[0] as RenderedEvent).number;
-        if (oldest !== position + 1) chunk += resetMessage(oldest);
-        for (const event of events) chunk += eventMessage(event);
-        position = (events.at(-1) as RenderedEvent).number;
-        if (!response.write(chunk)) await drained(response);
-        events = gone.signal.aborted ? [] : await hub.read(position, STREAM_PAGE);
       }
     } catch {
       // The log failed: the client reconnects and resumes from the last id it received.
@@ -113,22 +140,63 @@ export class EventStreams {
     this.#streams.clear();
   }
 
+  // One batch read from the log, during a turn held until the client has taken it.
+  async #replay(
+    response: ServerResponse,
+    position: number,
+    feed: { readonly hub: ChangeFeedHub; readonly readers: FeedReaders },
+    signal: AbortSignal,
+  ): Promise<number> {
+    const release = await feed.readers.take(signal);
+    if (release === undefined) return position;
+    let messages: readonly FeedMessage[];
+    try {
+      messages = await feed.hub.readLog(position, STREAM_BATCH_EVENTS, STREAM_BATCH_BYTES);
+      if (messages.length > 0) return await this.#send(response, position, messages);
+    } finally {
+      release();
+    }
+    // Nothing after `position` in the log (a standby behind what the hub heard of): wait for news.
+    await feed.hub.waitAfter(position, signal);
+    return position;
+  }
+
+  // Writes `messages` (a reset first when they do not follow `position`), waits until the socket
+  // has taken them, and answers the number of the last; disconnects a client that does not take them.
+  async #send(response: ServerResponse, position: number, messages: readonly FeedMessage[]): Promise<number> {
+    const oldest = (messages[0] as FeedMessage).number;
+    // Corked, the batch leaves as one chunk of the response in one system call.
+    response.cork();
+    if (oldest !== position + 1) response.write(resetMessage(oldest));
+    for (const message of messages) response.write(message.bytes);
+    response.uncork();
+    if (response.writableNeedDrain && !(await this.#drained(response))) {
+      this.#stalled++;
+      response.destroy();
+    }
+    return (messages.at(-1) as FeedMessage).number;
+  }
+
+  // True once the socket has taken what it was given (or the client went); false after stallMs.
+  #drained(response: ServerResponse): Promise<boolean> {
+    return new Promise((resolve) => {
+      const done = (taken: boolean) => {
+        clearTimeout(timer);
+        response.off("drain", onDrain);
+        response.off("close", onDrain);
+        resolve(taken);
+      };
+      const onDrain = () => done(true);
+      const timer = setTimeout(() => done(false), this.#stallMs);
+      response.on("drain", onDrain);
+      response.on("close", onDrain);
+    });
+  }
+
   #heartbeat(): void {
     for (const response of this.#streams) {
       // A stream that cannot take more has not been idle.
       if (!response.writableNeedDrain) response.write(": keep-alive\n\n");
     }
   }
-}
-
-function drained(response: ServerResponse): Promise<void> {
-  return new Promise((resolve) => {
-    const done = () => {
-      response.off("drain", done);
-      response.off("close", done);
-      resolve();
-    };
-    response.on("drain", done);
-    response.on("close", done);
-  });
 }

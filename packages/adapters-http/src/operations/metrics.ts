@@ -1,8 +1,10 @@
 import type { FastifyPluginCallback } from "fastify";
 import fp from "fastify-plugin";
 import { Counter, collectDefaultMetrics, Gauge, Registry } from "prom-client";
+import type { EventFeedStats } from "../events/event-feed-stats.js";
 import type { DatabasePoolStats, PostCacheStats, StandbyReadStats } from "../http-app-options.js";
 import { MetricsRouteSchema } from "../schemas/operational-route-schemas.js";
+import { registerEventFeedMetrics } from "./event-feed-metrics.js";
 import { RequestMetrics } from "./request-metrics.js";
 import { registerStandbyMetrics } from "./standby-metrics.js";
 
@@ -14,6 +16,7 @@ export interface MetricsOptions {
   readonly poolStats?: () => DatabasePoolStats;
   readonly postCacheStats?: (() => PostCacheStats) | undefined;
   readonly standbyStats?: (() => StandbyReadStats) | undefined;
+  readonly eventFeedStats?: (() => EventFeedStats) | undefined;
 }
 
 const plugin: FastifyPluginCallback<MetricsOptions> = (app, options, done) => {
@@ -23,6 +26,7 @@ const plugin: FastifyPluginCallback<MetricsOptions> = (app, options, done) => {
   if (options.poolStats !== undefined) registerPoolGauges(registry, options.poolStats);
   if (options.postCacheStats !== undefined) registerPostCacheMetrics(registry, options.postCacheStats);
   if (options.standbyStats !== undefined) registerStandbyMetrics(registry, options.standbyStats);
+  if (options.eventFeedStats !== undefined) registerEventFeedMetrics(registry, options.eventFeedStats);
   const requests = new RequestMetrics();
   for (const metric of requests.metrics()) registry.registerMetric(metric);
 
@@ -140,6 +144,7 @@ function registerPostCacheMetrics(registry: Registry, stats: () => PostCacheStat
  * `post_cache_bytes`; given `standbyStats`, the standbys' `db_standby_up{standby}`,
  * `db_standby_replay_lag_bytes{standby}`, `db_standby_reads_total{standby}`,
  * `db_standby_fallback_reads_total{reason}`, `db_standby_position_queries_total` and
- * `db_standby_reads_without_primary_total`.
+ * `db_standby_reads_without_primary_total`; given `eventFeedStats`, the change feed's (see
+ * `registerEventFeedMetrics`).
  */
 export const metrics = fp(plugin, { name: "posts-metrics", fastify: "5.x" });

@@ -1,11 +1,14 @@
 import type { ChangeEventLog } from "@posts/domain";
-import type { FastifyPluginCallback, FastifyRequest } from "fastify";
+import type { FastifyPluginCallback, FastifyReply, FastifyRequest } from "fastify";
 import fp from "fastify-plugin";
 import type { SendEnvelope } from "../errors/error-envelope.js";
 import { HTTP_MESSAGES } from "../errors/http-messages.js";
-import { ChangeFeedHub, type RenderedEvent } from "../events/change-feed-hub.js";
+import { ChangeFeedHub } from "../events/change-feed-hub.js";
 import type { CloudEventRenderer } from "../events/cloud-event.js";
-import { EventStreams, MAX_HEARTBEAT_MS } from "../events/event-stream.js";
+import type { EventFeedStats } from "../events/event-feed-stats.js";
+import { DEFAULT_STALL_MS, EventStreams, MAX_HEARTBEAT_MS } from "../events/event-stream.js";
+import { FeedReaders } from "../events/feed-readers.js";
+import { type StreamCapSettings, StreamCaps } from "../events/stream-caps.js";
 import { ChangeFeedRouteSchema } from "../schemas/event-route-schemas.js";
 
 /** Options of {@link eventRoutes}. */
@@ -13,12 +16,21 @@ export interface EventRoutesOptions {
   readonly log: ChangeEventLog;
   readonly render: CloudEventRenderer;
   readonly sendEnvelope: SendEnvelope;
-  /** Retry-After, in seconds, of the 503 answered to a stream asked for while the app closes. */
+  /**
+   * Retry-After, in seconds, of the 503 answered to a stream asked for while the app closes, and
+   * of the 429 answered to one past a cap.
+   */
   readonly retryAfterSeconds: number;
   /** How often an open stream gets a comment line. Default and most 15 000 ms. */
   readonly heartbeatMs?: number;
+  /** The caps on open streams; past one, a stream is refused (429). Absent: no cap. */
+  readonly caps?: StreamCapSettings;
+  /** How long a stream's or a page's client may leave what it was sent untaken before it is disconnected, in ms. */
+  readonly stallMs?: number;
   /** Told of a failed read of the log by the hub, which retries. */
   readonly onError?: (error: unknown) => void;
+  /** Given, once, the function that reads the feed's {@link EventFeedStats} (for GET /metrics). */
+  readonly exposeStats?: (read: () => EventFeedStats) => void;
 }
 
 const EVENTS = "/api/v1/posts/events";
@@ -26,6 +38,11 @@ const DIGITS = /^[0-9]+$/;
 const DEFAULT_LIMIT = 100;
 const MAX_LIMIT = 1000;
 const JSON_TYPE = "application/json; charset=utf-8";
+/** A JSON page stops, after its first event, once its events hold this many bytes of JSON. */
+export const PAGE_MAX_BYTES = 1024 * 1024;
+// Replays and JSON pages reading the log at once, each holding one batch or page: a few, so that
+// they never take every connection of the pool nor much memory, and waiting ones cost nothing.
+const LOG_READERS = 4;
 
 const MESSAGES = {
   after: "after는 0 이상의 정수여야 합니다.",
@@ -42,6 +59,22 @@ function counting(value: unknown): number | undefined {
   return Number.isSafeInteger(number) ? number : undefined;
 }
 
+/**
+ * Ends the page's turn (`release`) once its client has taken the page or gone, and disconnects a
+ * client that has not taken it within `stallMs`.
+ */
+function holdUntilTaken(reply: FastifyReply, release: () => void, stallMs: number): void {
+  const response = reply.raw;
+  const timer = setTimeout(() => {
+    if (!response.writableFinished) response.destroy();
+  }, stallMs);
+  timer.unref();
+  response.once("close", () => {
+    clearTimeout(timer);
+    release();
+  });
+}
+
 function wantsStream(request: FastifyRequest): boolean {
   const accept = request.headers.accept;
   return request.method === "GET" && typeof accept === "string" && accept.includes("text/event-stream");
@@ -54,7 +87,20 @@ const plugin: FastifyPluginCallback<EventRoutesOptions> = (app, options, done) =
     render: options.render,
     ...(options.onError === undefined ? {} : { onError: options.onError }),
   });
-  const streams = new EventStreams(options.heartbeatMs ?? MAX_HEARTBEAT_MS);
+  const streams = new EventStreams({
+    heartbeatMs: options.heartbeatMs ?? MAX_HEARTBEAT_MS,
+    ...(options.stallMs === undefined ? {} : { stallMs: options.stallMs }),
+  });
+  const readers = new FeedReaders(LOG_READERS);
+  const caps = new StreamCaps(
+    options.caps ?? { maxStreams: Number.POSITIVE_INFINITY, maxStreamsPerAddress: Number.POSITIVE_INFINITY },
+  );
+  const stallMs = options.stallMs ?? DEFAULT_STALL_MS;
+  options.exposeStats?.(() => {
+    const { open, bufferedBytes, stalled } = streams.stats();
+    const { active, waiting } = readers.stats();
+    return { streams: open, bufferedBytes, stalled, readersActive: active, readersWaiting: waiting };
+  });
   hub.start();
   // Before the server closes: open streams never end by themselves, and the close would wait for them.
   app.addHook("preClose", (next) => {
@@ -62,6 +108,43 @@ const plugin: FastifyPluginCallback<EventRoutesOptions> = (app, options, done) =
     hub.stop();
     next();
   });
+
+  // One page, read during one of the readers' turns, held until the client has taken the page:
+  // pages of large posts asked for at once wait in line instead of each holding megabytes.
+  const sendPage = async (reply: FastifyReply, from: number, limit: number) => {
+    const gone = new AbortController();
+    reply.raw.once("close", () => gone.abort());
+    const release = await readers.take(gone.signal);
+    // The client went while the page waited for its turn: nobody to answer.
+    if (release === undefined) return reply.hijack();
+    let sent = false;
+    try {
+      const events = await options.log.readAfter(from, limit, PAGE_MAX_BYTES);
+      const oldest = events[0]?.number;
+      if (oldest !== undefined && oldest !== from + 1) {
+        return sendEnvelope(reply, 410, { message: MESSAGES.gone(oldest) });
+      }
+      // The log bounds the text of the posts; the page stops at its rendered bytes, which are more.
+      let body = "";
+      let bytes = 0;
+      let next = from;
+      for (const event of events) {
+        if (bytes >= PAGE_MAX_BYTES) break;
+        const json = options.render(event);
+        body += body === "" ? json : `,${json}`;
+        bytes += Buffer.byteLength(json);
+        next = event.number;
+      }
+      const page = Buffer.from(`{"events":[${body}],"next":${next}}`);
+      // The client went while the page was read: nobody to answer, and no close to wait for.
+      if (gone.signal.aborted) return reply.hijack();
+      holdUntilTaken(reply, release, stallMs);
+      sent = true;
+      return reply.header("content-type", JSON_TYPE).header("cache-control", "no-cache").send(page);
+    } finally {
+      if (!sent) release();
+    }
+  };
 
   app.get(
     EVENTS,
@@ -90,44 +173,45 @@ const plugin: FastifyPluginCallback<EventRoutesOptions> = (app, options, done) =
         limit = asked;
       }
 
-      if (!stream) {
-        const from = after ?? 0;
-        const events = await hub.read(from, limit, true);
-        const oldest = events[0]?.number;
-        if (oldest !== undefined && oldest !== from + 1) {
-          return sendEnvelope(reply, 410, { message: MESSAGES.gone(oldest) });
-        }
-        const next = events.length === 0 ? from : (events.at(-1) as RenderedEvent).number;
-        let list = "";
-        for (const event of events) list += list === "" ? event.json : `,${event.json}`;
-        return reply
-          .header("content-type", JSON_TYPE)
-          .header("cache-control", "no-cache")
-          .send(`{"events":[${list}],"next":${next}}`);
-      }
+      if (!stream) return sendPage(reply, after ?? 0, limit);
 
-      // Read before the answer starts, so that a database that is down is a 503, not a broken stream.
-      // The newest number also tells the hub how far the log goes, whatever it has heard so far.
-      const last = await hub.lastNumber();
-      const from = after ?? last;
-      const first = await hub.read(from, 500, true);
-      // The app began closing while the log was read, after this request passed the graceful
-      // close's check: it gets here the 503 that check gives the requests arriving later.
-      if (streams.closed) {
+      const admission = caps.admit(request.ip);
+      if (typeof admission === "string") {
         reply.header("retry-after", String(retryAfterSeconds));
-        return sendEnvelope(reply, 503, { message: HTTP_MESSAGES.unavailable });
+        return sendEnvelope(reply, 429, { message: HTTP_MESSAGES.tooManyStreams });
       }
-      reply.hijack();
-      await streams.serve(reply.raw, reply.getHeaders() as Record<string, string>, hub, from, first);
+      try {
+        // Read before the answer starts, so that a database that is down is a 503, not a broken
+        // stream. The newest number also tells the hub how far the log goes, whatever it has heard.
+        const last = await hub.lastNumber();
+        // The app began closing while the log was read, after this request passed the graceful
+        // close's check: it gets here the 503 that check gives the requests arriving later.
+        if (streams.closed) {
+          reply.header("retry-after", String(retryAfterSeconds));
+          return sendEnvelope(reply, 503, { message: HTTP_MESSAGES.unavailable });
+        }
+        reply.hijack();
+        await streams.serve(
+          reply.raw,
+          reply.getHeaders() as Record<string, string>,
+          { hub, readers },
+          after ?? last,
+        );
+      } finally {
+        admission();
+      }
     },
   );
+
   done();
 };
 
 /**
- * GET /api/v1/posts/events, the change feed of docs/change-events.md, over `options.log`: a JSON page
- * or, for `Accept: text/event-stream`, a stream that follows new events as the log's
- * subscription reports them. PATCH and DELETE on the path are the post routes' (a non-numeric
- * id). Closing the app ends the open streams first.
+ * GET /api/v1/posts/events, the change feed of docs/change-events.md, over `options.log`: a JSON
+ * page (stopping, after its first event, at {@link PAGE_MAX_BYTES}) or, for
+ * `Accept: text/event-stream`, a stream that follows new events as the log's subscription reports
+ * them, refused with 429 past `options.caps`. Replays and pages read the log a few at a time,
+ * each holding what it read until its client has taken it. PATCH and DELETE on the path are the
+ * post routes' (a non-numeric id). Closing the app ends the open streams first.
  */
 export const eventRoutes = fp(plugin, { name: "posts-event-routes", fastify: "5.x" });

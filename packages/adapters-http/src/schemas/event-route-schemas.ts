@@ -1,5 +1,5 @@
 import { EventFeedHeadersSchema, EventFeedQuerySchema, EventPageSchema } from "./event-schemas.js";
-import { envelopeResponse, INVALID_TOKEN, routeResponses } from "./responses.js";
+import { envelopeResponse, INVALID_TOKEN, retryLaterResponse, routeResponses } from "./responses.js";
 import { PUBLIC } from "./security.js";
 
 /** GET /api/v1/posts/events: the change feed, as JSON pages or Server-Sent Events (docs/change-events.md). */
@@ -10,7 +10,8 @@ export const ChangeFeedRouteSchema = {
     "Accept: text/event-stream, a stream of `id`/`event`/`data` messages (data: the CloudEvent on " +
     "one line) from after Last-Event-ID or ?after= (else from now on), a comment line at least " +
     'every 15 s, and `event: reset` with data {"oldest": n} first when resuming before the oldest ' +
-    "event kept. Otherwise one JSON page after ?after= (default 0) of at most ?limit= events.",
+    "event kept. Otherwise one JSON page after ?after= (default 0) of at most ?limit= events, " +
+    "stopping after its first event once it holds 1 MiB of events (next continues it).",
   tags: ["events"],
   operationId: "listChangeEvents",
   security: PUBLIC,
@@ -45,6 +46,9 @@ export const ChangeFeedRouteSchema = {
     },
     400: envelopeResponse("after, limit or Last-Event-ID not a non-negative integer in range"),
     410: envelopeResponse('JSON page after events no longer kept: "Gone", with the oldest kept in message'),
+    429: retryLaterResponse(
+      "A stream past the cap of open streams, in all or from this address; see Retry-After",
+    ),
     401: INVALID_TOKEN,
   }),
 } as const;

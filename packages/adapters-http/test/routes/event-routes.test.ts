@@ -173,6 +173,43 @@ describe("GET /api/v1/posts/events as JSON pages", () => {
   });
 });
 
+describe("GET /api/v1/posts/events pages of large posts", () => {
+  const testApp = useTestApp();
+
+  it("stop, after their first event, once their events hold 1 MiB of JSON; next continues them", async () => {
+    const { token } = await testApp().aUserWithToken();
+    const start = (await page(testApp(), "?limit=1000")).body.next as number;
+    // Each quote is two bytes of JSON: a page cut by the posts' own bytes would list six of these.
+    const quoted = '"'.repeat(200 * 1024);
+    for (let i = 0; i < 7; i++) await createPost(testApp(), token, `q${i}`, quoted);
+    await createPost(testApp(), token, "large", "x".repeat(2 * 1024 * 1024));
+    const listed = async (after: number) => {
+      const { response, body } = await page(testApp(), `?after=${after}&limit=1000`);
+      const sizes = body.events.map((event: unknown) => Buffer.byteLength(JSON.stringify(event)));
+      return {
+        ids: body.events.map((event: { id: string }) => Number(event.id)),
+        next: body.next,
+        sizes,
+        response,
+      };
+    };
+    const first = await listed(start);
+    expect(first.ids).toEqual([start + 1, start + 2, start + 3]);
+    expect(first.next).toBe(start + 3);
+    // Short of 1 MiB before its last event, past it with it.
+    const sum = (sizes: number[]) => sizes.reduce((a, b) => a + b, 0);
+    expect(sum(first.sizes.slice(0, -1))).toBeLessThan(1024 * 1024);
+    expect(sum(first.sizes)).toBeGreaterThanOrEqual(1024 * 1024);
+    expect((await listed(first.next)).ids).toEqual([start + 4, start + 5, start + 6]);
+    expect((await listed(start + 6)).ids).toEqual([start + 7, start + 8]);
+    // An event larger than the bound is listed alone, whole.
+    const large = await listed(start + 7);
+    expect(large.ids).toEqual([start + 8]);
+    expect(large.sizes[0]).toBeGreaterThan(2 * 1024 * 1024);
+    expect((await listed(start + 8)).ids).toEqual([]);
+  });
+});
+
 describe("GET /api/v1/posts/events past the retention", () => {
   it("answers 410 Gone for a page that starts before the oldest event kept", async () => {
     const testApp = await buildTestApp();
@@ -201,7 +238,15 @@ describe("the feed in OpenAPI", () => {
   it("documents both representations, the query, the headers and every status", async () => {
     const document = (await testApp().app.inject({ method: "GET", url: "/openapi.json" })).json();
     const operation = document.paths[EVENTS].get;
-    expect(Object.keys(operation.responses).sort()).toEqual(["200", "400", "401", "410", "500", "503"]);
+    expect(Object.keys(operation.responses).sort()).toEqual([
+      "200",
+      "400",
+      "401",
+      "410",
+      "429",
+      "500",
+      "503",
+    ]);
     expect(Object.keys(operation.responses["200"].content).sort()).toEqual([
       "application/json",
       "text/event-stream",

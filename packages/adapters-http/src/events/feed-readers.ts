@@ -1,0 +1,67 @@
+/** What {@link FeedReaders} is doing at the moment of asking. */
+export interface FeedReaderStats {
+  /** Readers holding a turn: reading the log, or waiting for a client to take what they read. */
+  readonly active: number;
+  /** Readers waiting for a turn. */
+  readonly waiting: number;
+}
+
+/**
+ * The turns at reading old events of the change feed, shared by every replaying stream and every
+ * JSON page of one app: at most `size` of them read the log and hold what they read at once, and
+ * the others wait in line, in the order they asked, at the cost of a promise each (no query, no
+ * memory of events). A turn lasts from the read until the client has taken what it read, so the
+ * events held in memory for old reads are at most `size` batches, however many clients replay.
+ */
+export class FeedReaders {
+  readonly #size: number;
+  #active = 0;
+  readonly #queue: (() => void)[] = [];
+
+  /** `size`: how many turns run at once; at least 1. */
+  constructor(size: number) {
+    if (!Number.isSafeInteger(size) || size < 1) throw new RangeError("FeedReaders needs at least one turn");
+    this.#size = size;
+  }
+
+  /**
+   * Resolves, once a turn is free, with the function that ends it (call it exactly once); or
+   * with `undefined` when `signal` aborts first, having then taken no turn.
+   */
+  take(signal: AbortSignal): Promise<(() => void) | undefined> {
+    if (signal.aborted) return Promise.resolve(undefined);
+    if (this.#active < this.#size) {
+      this.#active++;
+      return Promise.resolve(this.#release());
+    }
+    return new Promise((resolve) => {
+      const turn = () => {
+        signal.removeEventListener("abort", leave);
+        this.#active++;
+        resolve(this.#release());
+      };
+      const leave = () => {
+        const at = this.#queue.indexOf(turn);
+        if (at >= 0) this.#queue.splice(at, 1);
+        resolve(undefined);
+      };
+      signal.addEventListener("abort", leave, { once: true });
+      this.#queue.push(turn);
+    });
+  }
+
+  /** How many turns are taken and how many readers wait. */
+  stats(): FeedReaderStats {
+    return { active: this.#active, waiting: this.#queue.length };
+  }
+
+  #release(): () => void {
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      this.#active--;
+      this.#queue.shift()?.();
+    };
+  }
+}
