@@ -92,6 +92,8 @@ export interface AppConfig {
   readonly idempotencyTtlMs: number;
   /** How long change events are kept at least, in milliseconds, before the sweep forgets them. */
   readonly eventsRetentionMs: number;
+  /** The most change-feed streams open at once on this instance, in all and per client address. */
+  readonly feedStreams: { readonly maxStreams: number; readonly maxStreamsPerAddress: number };
   /**
    * The posts kept in memory for list and search pages: at most `maxBytes` (estimated), none
    * larger than `maxPostBytes`. `maxBytes` 0 turns the cache off.
@@ -191,6 +193,7 @@ function configFrom(s: Settings): AppConfig {
     ...(s.NATS_URL === undefined ? {} : { natsUrl: s.NATS_URL }),
     idempotencyTtlMs: s.IDEMPOTENCY_TTL_MS,
     eventsRetentionMs: s.EVENTS_RETENTION_MS,
+    feedStreams: { maxStreams: s.FEED_MAX_STREAMS, maxStreamsPerAddress: s.FEED_MAX_STREAMS_PER_ADDRESS },
     postCache: { maxBytes: s.POST_CACHE_MAX_BYTES, maxPostBytes: s.POST_CACHE_MAX_POST_BYTES },
     http: {
       requestTimeoutMs: s.HTTP_REQUEST_TIMEOUT_MS,

@@ -218,6 +218,7 @@ export function createContainer(seeds: ContainerSeeds): DependencyContainer {
         ...(database.standbyStats === undefined ? {} : { standbyStats: database.standbyStats }),
         ...(postCache === undefined ? {} : { postCache }),
         changeEvents: c.resolve(TOKENS.changeEvents),
+        eventStreamCaps: config.feedStreams,
         timeouts: {
           requestMs: config.http.requestTimeoutMs,
           connectionMs: config.http.connectionTimeoutMs,

@@ -230,6 +230,18 @@ export const SETTINGS = Type.Object({
     description:
       "how long change events stay in the feed at least; resuming before the oldest kept event answers `reset` (stream) or 410 (page)",
   }),
+  FEED_MAX_STREAMS: Type.Integer({
+    default: 1000,
+    minimum: 1,
+    description:
+      "most change-feed streams (`GET /api/v1/posts/events` as Server-Sent Events) one instance serves at once; past it a new stream gets 429 with `Retry-After`",
+  }),
+  FEED_MAX_STREAMS_PER_ADDRESS: Type.Integer({
+    default: 20,
+    minimum: 1,
+    description:
+      "most change-feed streams one client address (as `TRUST_PROXY` makes it out) holds open on one instance; past it 429 with `Retry-After`",
+  }),
   POST_CACHE_MAX_BYTES: Type.Integer({
     default: 36 * MIB,
     minimum: 0,

@@ -37,6 +37,7 @@ describe("loadConfig", () => {
       metrics: true,
       idempotencyTtlMs: 86_400_000,
       eventsRetentionMs: 604_800_000,
+      feedStreams: { maxStreams: 1000, maxStreamsPerAddress: 20 },
       postCache: { maxBytes: 37_748_736, maxPostBytes: 1_048_576 },
       http: { requestTimeoutMs: 30_000, connectionTimeoutMs: 60_000, keepAliveTimeoutMs: 72_000 },
     } satisfies AppConfig);
@@ -76,6 +77,8 @@ describe("loadConfig", () => {
       NATS_URL: "nats://relay:secret@nats.internal:4222",
       IDEMPOTENCY_TTL_MS: "60000",
       EVENTS_RETENTION_MS: "3600000",
+      FEED_MAX_STREAMS: "50",
+      FEED_MAX_STREAMS_PER_ADDRESS: "2",
       POST_CACHE_MAX_BYTES: "1000000",
       POST_CACHE_MAX_POST_BYTES: "5000",
       HTTP_REQUEST_TIMEOUT_MS: "10000",
@@ -111,6 +114,7 @@ describe("loadConfig", () => {
       natsUrl: "nats://relay:secret@nats.internal:4222",
       idempotencyTtlMs: 60_000,
       eventsRetentionMs: 3_600_000,
+      feedStreams: { maxStreams: 50, maxStreamsPerAddress: 2 },
       postCache: { maxBytes: 1_000_000, maxPostBytes: 5000 },
       http: { requestTimeoutMs: 10_000, connectionTimeoutMs: 20_000, keepAliveTimeoutMs: 65_000 },
     } satisfies AppConfig);
