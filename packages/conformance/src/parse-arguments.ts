@@ -17,6 +17,8 @@ export interface ConformanceOptions {
   readonly timeZone: string;
   /** The deployment's `LOGIN_THROTTLE_MAX`: failed logins of one email before its 429. */
   readonly loginThrottleMax: number;
+  /** The deployment's `FEED_MAX_STREAMS_PER_ADDRESS`: change-feed streams of one address before its 429. */
+  readonly feedMaxStreamsPerAddress: number;
 }
 
 /** The outcome of reading the command line. */
@@ -39,6 +41,8 @@ Options:
   --body-limit <bytes>       the deployment's BODY_LIMIT (default 16777216)
   --time-zone <iana>         the deployment's APP_TIME_ZONE (default UTC)
   --login-throttle-max <n>   the deployment's LOGIN_THROTTLE_MAX (default 10)
+  --feed-max-streams-per-address <n>
+                             the deployment's FEED_MAX_STREAMS_PER_ADDRESS (default 20)
   --help                     print this and exit
 
 Ends with one line "N passed, M failed" (", K skipped" when cases were skipped);
@@ -65,6 +69,7 @@ export function parseArguments(argv: readonly string[]): ParsedArguments {
         "body-limit": { type: "string", default: "16777216" },
         "time-zone": { type: "string", default: "UTC" },
         "login-throttle-max": { type: "string", default: "10" },
+        "feed-max-streams-per-address": { type: "string", default: "20" },
         help: { type: "boolean", short: "h" },
       },
     }));
@@ -107,13 +112,28 @@ export function parseArguments(argv: readonly string[]): ParsedArguments {
       message: `--login-throttle-max must be a positive integer, got ${text("login-throttle-max")}`,
     };
   }
+  const feedMaxStreamsPerAddress = positiveInteger(text("feed-max-streams-per-address"));
+  if (feedMaxStreamsPerAddress === undefined) {
+    return {
+      kind: "error",
+      message: `--feed-max-streams-per-address must be a positive integer, got ${text("feed-max-streams-per-address")}`,
+    };
+  }
   const timeZone = text("time-zone");
   if (!isTimeZone(timeZone))
     return { kind: "error", message: `--time-zone is not an IANA zone: ${timeZone}` };
 
   return {
     kind: "run",
-    options: { baseUrl, jwtSecret, jwtIssuer, bodyLimit, timeZone, loginThrottleMax },
+    options: {
+      baseUrl,
+      jwtSecret,
+      jwtIssuer,
+      bodyLimit,
+      timeZone,
+      loginThrottleMax,
+      feedMaxStreamsPerAddress,
+    },
   };
 }
 

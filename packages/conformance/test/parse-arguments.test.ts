@@ -15,6 +15,7 @@ describe("parseArguments", () => {
         bodyLimit: 16_777_216,
         timeZone: "UTC",
         loginThrottleMax: 10,
+        feedMaxStreamsPerAddress: 20,
       },
     });
   });
@@ -29,6 +30,7 @@ describe("parseArguments", () => {
       "1024",
       "--time-zone=Asia/Seoul",
       "--login-throttle-max=3",
+      "--feed-max-streams-per-address=4",
     ]);
     expect(parsed).toStrictEqual({
       kind: "run",
@@ -39,6 +41,7 @@ describe("parseArguments", () => {
         bodyLimit: 1024,
         timeZone: "Asia/Seoul",
         loginThrottleMax: 3,
+        feedMaxStreamsPerAddress: 4,
       },
     });
   });
@@ -58,6 +61,7 @@ describe("parseArguments", () => {
     [["--base-url", "http://host", "--body-limit", "16MiB"], /--body-limit must be a positive integer/],
     [["--base-url", "http://host", "--body-limit", "0"], /--body-limit must be a positive integer/],
     [["--base-url", "http://host", "--login-throttle-max", "-1"], /--login-throttle-max/],
+    [["--base-url", "http://host", "--feed-max-streams-per-address", "0"], /--feed-max-streams-per-address/],
     [["--base-url", "http://host", "--time-zone", "Mars/Olympus"], /not an IANA zone/],
     [["--base-url", "http://host", "--jwt-issuer="], /--jwt-issuer must not be empty/],
     [["--base-url", "http://host", "--unknown"], /Unknown option/],

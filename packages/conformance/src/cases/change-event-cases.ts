@@ -34,6 +34,7 @@ const FEED_DELAY_MS = 1000;
 /** The contract's longest silence on an idle stream, and the margin a test over a network needs. */
 const KEEP_ALIVE_MS = 15_000;
 const KEEP_ALIVE_MARGIN_MS = 2000;
+const MIB = 1024 * 1024;
 
 interface CloudEvent {
   readonly id: string;
@@ -450,6 +451,117 @@ export const changeEventCases: readonly ConformanceCase[] = [
         `a comment line between 1 s and ${(KEEP_ALIVE_MS + KEEP_ALIVE_MARGIN_MS) / 1000} s after opening`,
         stream.messages,
       );
+    },
+  },
+  {
+    section,
+    name: "a JSON page stops, after its first event, once its events hold 1 MiB; next continues it",
+    async run({ api, fixture }) {
+      const writer = await fixture.register("eventbytes");
+      const end = await currentEnd(api);
+      // 450 KiB of JSON each (three bytes a character): three of them pass 1 MiB.
+      const content = "큰".repeat(150 * 1024);
+      const ids = new Set<number>();
+      for (let i = 0; i < 4; i++) ids.add(await fixture.createPost(writer, { title: `bytes ${i}`, content }));
+      const bytes = (event: CloudEvent) => new TextEncoder().encode(JSON.stringify(event)).length;
+      const seen: number[] = [];
+      let after = end;
+      for (const deadline = Date.now() + 5000; seen.length < ids.size; ) {
+        const listed = await page(api, after);
+        const request = `GET ${EVENTS}?after=${after}&limit=1000`;
+        const sizes = listed.events.map(bytes);
+        const before = sizes.slice(0, -1).reduce((sum, size) => sum + size, 0);
+        expectThat(before < MIB, `${request}: bytes of JSON before its last event`, "under 1 MiB", before);
+        for (const event of listed.events)
+          if (ids.has(Number(event.subject))) seen.push(Number(event.subject));
+        if (listed.events.length === 0) {
+          if (Date.now() > deadline) {
+            throw new Mismatch(request, `the events of posts ${show([...ids])}`, show(seen));
+          }
+          await new Promise((resolve) => setTimeout(resolve, 25));
+          continue;
+        }
+        // Short of 1000 events and of the end, the page stopped for its bytes: it holds 1 MiB.
+        const following = await page(api, listed.next, 1);
+        if (listed.events.length < 1000 && following.events.length > 0) {
+          const total = before + (sizes.at(-1) ?? 0);
+          expectThat(total >= MIB, `${request}: bytes of JSON (a next page follows)`, "1 MiB or more", total);
+        }
+        after = listed.next;
+      }
+      expectEqual(seen, [...ids], `GET ${EVENTS}: the large posts' events, page after page`);
+    },
+  },
+  {
+    section,
+    name: "past FEED_MAX_STREAMS_PER_ADDRESS open streams one address gets the 429 envelope with Retry-After; a stream that ends makes room",
+    async run({ api, options }) {
+      const opened: AbortController[] = [];
+      const open = async () => {
+        const abort = new AbortController();
+        const response = await fetch(api.url(EVENTS), {
+          headers: { accept: "text/event-stream" },
+          signal: abort.signal,
+        });
+        // A refusal's body is read by the caller; a stream stays open until the case ends it.
+        if (response.status === 200) opened.push(abort);
+        return response;
+      };
+      try {
+        // Behind a balancer each instance counts its own streams: up to ten instances' worth.
+        let refused: Response | undefined;
+        for (let i = 0; i < 10 * options.feedMaxStreamsPerAddress && refused === undefined; i++) {
+          const response = await open();
+          if (response.status !== 200) refused = response;
+        }
+        if (refused === undefined) {
+          throw new Mismatch(
+            `GET ${EVENTS} (text/event-stream), ${opened.length} at once`,
+            "a 429 past FEED_MAX_STREAMS_PER_ADDRESS",
+            "every stream opened",
+          );
+        }
+        const request = `GET ${EVENTS} (text/event-stream) past ${opened.length} open`;
+        expectThat(
+          opened.length >= options.feedMaxStreamsPerAddress,
+          `${request}: streams opened before the 429`,
+          `at least ${options.feedMaxStreamsPerAddress}`,
+          opened.length,
+        );
+        const bytes = new Uint8Array(await refused.arrayBuffer());
+        const reply = {
+          request,
+          status: refused.status,
+          headers: refused.headers,
+          bytes,
+          text: new TextDecoder().decode(bytes),
+        };
+        expectEnvelope(reply, 429, EVENTS);
+        const retryAfter = refused.headers.get("retry-after");
+        expectThat(
+          retryAfter !== null && /^[0-9]+$/.test(retryAfter) && Number(retryAfter) > 0,
+          `${request}: Retry-After`,
+          "a positive number of seconds",
+          retryAfter,
+        );
+        // Every stream ends: within a few seconds the address opens one again.
+        for (const abort of opened.splice(0)) abort.abort();
+        for (const deadline = Date.now() + 5000; ; ) {
+          const response = await open();
+          if (response.status === 200) break;
+          await response.text();
+          if (Date.now() > deadline) {
+            throw new Mismatch(
+              `GET ${EVENTS} (text/event-stream)`,
+              "200 once the streams ended",
+              String(response.status),
+            );
+          }
+          await new Promise((resolve) => setTimeout(resolve, 100));
+        }
+      } finally {
+        for (const abort of opened) abort.abort();
+      }
     },
   },
 ];
