@@ -21,6 +21,14 @@ const TAIL_BYTES = 8 * 1024 * 1024;
 const FILL_EVENTS = 500;
 const FILL_BYTES = 1024 * 1024;
 const RETRY_MS = 1000;
+/** The most bytes of messages the hub keeps of batches that replays read, for the next replays. */
+export const REPLAY_CACHE_BYTES = 32 * 1024 * 1024;
+
+/** A batch replays share: its messages, being read or read, and their bytes once read (0 before). */
+interface SharedBatch {
+  readonly messages: Promise<readonly FeedMessage[]>;
+  bytes: number;
+}
 
 /**
  * What every reader of one instance's feed shares, so that a thousand streams at the end of the
@@ -41,6 +49,9 @@ export class ChangeFeedHub {
   #filling = false;
   #retry: NodeJS.Timeout | undefined;
   #stop: (() => void) | undefined;
+  // Oldest first (a Map keeps insertion order; a batch asked for again moves to the end).
+  readonly #batches = new Map<string, SharedBatch>();
+  #batchBytes = 0;
 
   constructor(options: ChangeFeedHubOptions) {
     this.#options = options;
@@ -103,11 +114,42 @@ export class ChangeFeedHub {
   /**
    * The events after `after` read from the log, at most `limit` and bounded by `maxBytes` as
    * `ChangeEventLog.readAfter` bounds them, as messages: for a reader behind the tail. Empty
-   * exactly when `after` is at or past the log's newest number.
+   * exactly when `after` is at or past the log's newest number. Replays from one point share one
+   * read: a batch being read, or read lately (up to {@link REPLAY_CACHE_BYTES} of them), is
+   * answered to every reader asking for it, so that two hundred streams resumed from 0 read and
+   * render each event once, and hold its bytes once.
    */
-  async readLog(after: number, limit: number, maxBytes: number): Promise<readonly FeedMessage[]> {
-    const events = await this.#options.log.readAfter(after, limit, maxBytes);
-    return events.map((event) => feedMessage(event, this.#options.render));
+  readLog(after: number, limit: number, maxBytes: number): Promise<readonly FeedMessage[]> {
+    const key = `${after}/${limit}/${maxBytes}`;
+    const shared = this.#batches.get(key);
+    if (shared !== undefined) {
+      // The newest asked for is the last evicted.
+      this.#batches.delete(key);
+      this.#batches.set(key, shared);
+      return shared.messages;
+    }
+    const messages = this.#options.log
+      .readAfter(after, limit, maxBytes)
+      .then((events) => events.map((event) => feedMessage(event, this.#options.render)));
+    const entry: SharedBatch = { messages, bytes: 0 };
+    this.#batches.set(key, entry);
+    messages.then(
+      (read) => {
+        if (this.#batches.get(key) !== entry) return;
+        // An empty batch is the end as it was: a later read may find more.
+        if (read.length === 0) {
+          this.#batches.delete(key);
+          return;
+        }
+        entry.bytes = read.reduce((sum, message) => sum + message.bytes.length, 0);
+        this.#batchBytes += entry.bytes;
+        this.#evictBatches();
+      },
+      () => {
+        if (this.#batches.get(key) === entry) this.#batches.delete(key);
+      },
+    );
+    return messages;
   }
 
   /**
@@ -174,6 +216,18 @@ export class ChangeFeedHub {
       this.#retry.unref();
     } finally {
       this.#filling = false;
+    }
+  }
+
+  // Evicts the least lately asked for of the batches read until they fit (a batch larger than the
+  // whole bound goes at once: its readers hold it until their clients have taken it).
+  #evictBatches(): void {
+    for (const [key, entry] of this.#batches) {
+      if (this.#batchBytes <= REPLAY_CACHE_BYTES) return;
+      // Still being read: it counts nothing yet.
+      if (entry.bytes === 0) continue;
+      this.#batches.delete(key);
+      this.#batchBytes -= entry.bytes;
     }
   }
 

@@ -1,6 +1,6 @@
 import type { ChangeEventLog, PostChangeEvent } from "@posts/domain";
 import { afterEach, describe, expect, it } from "vitest";
-import { ChangeFeedHub } from "../../src/events/change-feed-hub.js";
+import { ChangeFeedHub, REPLAY_CACHE_BYTES } from "../../src/events/change-feed-hub.js";
 
 /**
  * A log whose numbering and notifications the test drives apart, as they are apart in
@@ -140,5 +140,46 @@ describe("ChangeFeedHub", () => {
     expect(await settled(stopped)).toBe(false);
     feed.stop();
     expect(await settled(stopped)).toBe(true);
+  });
+
+  it("reads a batch once for replays that ask for it at once or lately, and again once evicted", async () => {
+    const log = new ScriptedLog();
+    log.number(10);
+    const feed = started(log);
+    const numbers = (messages: readonly { number: number }[]) => messages.map((message) => message.number);
+    const together = await Promise.all([1, 2, 3].map(() => feed.readLog(0, 4, 1_000_000)));
+    expect(together.map(numbers)).toEqual([
+      [1, 2, 3, 4],
+      [1, 2, 3, 4],
+      [1, 2, 3, 4],
+    ]);
+    expect(log.reads).toBe(1);
+    // The very same bytes: held once, however many streams write them.
+    expect(together[1]?.[0]?.bytes).toBe(together[0]?.[0]?.bytes);
+    expect(numbers(await feed.readLog(0, 4, 1_000_000))).toEqual([1, 2, 3, 4]);
+    expect(numbers(await feed.readLog(4, 4, 1_000_000))).toEqual([5, 6, 7, 8]);
+    expect(log.reads).toBe(2);
+    // The end, as it was, is never kept: a later read finds what came since.
+    expect(await feed.readLog(10, 4, 1_000_000)).toEqual([]);
+    log.number(1);
+    expect(numbers(await feed.readLog(10, 4, 1_000_000))).toEqual([11]);
+    expect(log.reads).toBe(4);
+  });
+
+  it("keeps the batches it shares within its bound of bytes, evicting the least lately asked for", async () => {
+    const log = new ScriptedLog();
+    log.number(3);
+    // Each event's message a third of the bound and a little more: two fit, three do not.
+    const big = "x".repeat(Math.ceil(REPLAY_CACHE_BYTES / 3));
+    hub = new ChangeFeedHub({ log, render: () => big });
+    hub.start();
+    const feed = hub;
+    for (const after of [0, 1, 2]) await feed.readLog(after, 1, 1);
+    expect(log.reads).toBe(3);
+    await feed.readLog(2, 1, 1);
+    await feed.readLog(1, 1, 1);
+    expect(log.reads).toBe(3);
+    await feed.readLog(0, 1, 1);
+    expect(log.reads).toBe(4);
   });
 });
