@@ -136,7 +136,11 @@ export class EventStreams {
   close(): void {
     this.#closed = true;
     clearInterval(this.#timer);
-    for (const response of this.#streams) response.end();
+    for (const response of this.#streams) {
+      // A client that is not reading would hold the close until its stall time: cut it now.
+      if (response.writableNeedDrain) response.destroy();
+      else response.end();
+    }
     this.#streams.clear();
   }
 

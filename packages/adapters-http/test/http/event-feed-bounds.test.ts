@@ -23,13 +23,18 @@ async function plant(testApp: TestApp, count: number, bytes: number): Promise<vo
   }
 }
 
-/** The value of one unlabelled metric, or of `name{labels}`, at GET /metrics. */
-async function metric(testApp: TestApp, name: string): Promise<number> {
-  const text = (await testApp.app.inject({ method: "GET", url: "/metrics" })).body;
-  const line = text.split("\n").find((row) => row.startsWith(`${name} `));
-  if (line === undefined) throw new Error(`no metric ${name}`);
-  return Number(line.slice(name.length + 1));
+/** One scrape of GET /metrics: the value of a series by its name and labels (`name{label="…"}`). */
+async function scrape(testApp: TestApp): Promise<(series: string) => number> {
+  const rows = (await testApp.app.inject({ method: "GET", url: "/metrics" })).body.split("\n");
+  return (series) => {
+    const row = rows.find((line) => line.startsWith(`${series} `));
+    if (row === undefined) throw new Error(`no metric ${series}`);
+    return Number(row.slice(series.length + 1));
+  };
 }
+
+/** The value of one series at GET /metrics. */
+const metric = async (testApp: TestApp, series: string) => (await scrape(testApp))(series);
 
 async function eventually(check: () => Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
   const deadline = Date.now() + timeoutMs;
@@ -162,20 +167,12 @@ describe("replays of large events", () => {
       let mostActive = 0;
       let mostWaiting = 0;
       let mostBuffered = 0;
-      const text = async () => (await testApp.app.inject({ method: "GET", url: "/metrics" })).body;
-      const value = (body: string, name: string) =>
-        Number(
-          body
-            .split("\n")
-            .find((row) => row.startsWith(`${name} `))
-            ?.slice(name.length + 1),
-        );
       await eventually(
         async () => {
-          const body = await text();
-          mostActive = Math.max(mostActive, value(body, 'event_log_readers{state="active"}'));
-          mostWaiting = Math.max(mostWaiting, value(body, 'event_log_readers{state="waiting"}'));
-          mostBuffered = Math.max(mostBuffered, value(body, "event_stream_buffered_bytes"));
+          const value = await scrape(testApp);
+          mostActive = Math.max(mostActive, value('event_log_readers{state="active"}'));
+          mostWaiting = Math.max(mostWaiting, value('event_log_readers{state="waiting"}'));
+          mostBuffered = Math.max(mostBuffered, value("event_stream_buffered_bytes"));
           return streams.every((stream) => stream.ids.length >= count);
         },
         60_000,
