@@ -109,40 +109,67 @@ const plugin: FastifyPluginCallback<EventRoutesOptions> = (app, options, done) =
     next();
   });
 
+  // A page as read: its body, or the oldest event kept when it starts before it.
+  const readPage = async (from: number, limit: number): Promise<{ body: Buffer } | { oldest: number }> => {
+    const events = await options.log.readAfter(from, limit, PAGE_MAX_BYTES);
+    const oldest = events[0]?.number;
+    if (oldest !== undefined && oldest !== from + 1) return { oldest };
+    // The log bounds the text of the posts; the page stops at its rendered bytes, which are more.
+    let list = "";
+    let bytes = 0;
+    let next = from;
+    for (const event of events) {
+      if (bytes >= PAGE_MAX_BYTES) break;
+      const json = options.render(event);
+      list += list === "" ? json : `,${json}`;
+      bytes += Buffer.byteLength(json);
+      next = event.number;
+    }
+    return { body: Buffer.from(`{"events":[${list}],"next":${next}}`) };
+  };
+  // The pages being read, by where they start and their limit: the same page asked for while it
+  // is read waits for that read instead of reading and rendering the same megabytes again, and
+  // its answer is the same bytes. Only while it is read: a page read earlier may lack new events.
+  const pagesBeingRead = new Map<string, Promise<{ body: Buffer } | { oldest: number }>>();
+
   // One page, read during one of the readers' turns, held until the client has taken the page:
   // pages of large posts asked for at once wait in line instead of each holding megabytes.
   const sendPage = async (reply: FastifyReply, from: number, limit: number) => {
     const gone = new AbortController();
     reply.raw.once("close", () => gone.abort());
-    const release = await readers.take(gone.signal);
-    // The client went while the page waited for its turn: nobody to answer.
-    if (release === undefined) return reply.hijack();
+    const key = `${from}/${limit}`;
+    let release: (() => void) | undefined;
+    let read = pagesBeingRead.get(key);
+    if (read === undefined) {
+      release = await readers.take(gone.signal);
+      // The client went while the page waited for its turn: nobody to answer.
+      if (release === undefined) return reply.hijack();
+      read = pagesBeingRead.get(key);
+      if (read === undefined) {
+        const own = readPage(from, limit);
+        const forget = () => {
+          if (pagesBeingRead.get(key) === own) pagesBeingRead.delete(key);
+        };
+        own.then(forget, forget);
+        pagesBeingRead.set(key, own);
+        read = own;
+      } else {
+        // The same page began to be read while this one waited: its turn is not needed.
+        release();
+        release = undefined;
+      }
+    }
     let sent = false;
     try {
-      const events = await options.log.readAfter(from, limit, PAGE_MAX_BYTES);
-      const oldest = events[0]?.number;
-      if (oldest !== undefined && oldest !== from + 1) {
-        return sendEnvelope(reply, 410, { message: MESSAGES.gone(oldest) });
-      }
-      // The log bounds the text of the posts; the page stops at its rendered bytes, which are more.
-      let body = "";
-      let bytes = 0;
-      let next = from;
-      for (const event of events) {
-        if (bytes >= PAGE_MAX_BYTES) break;
-        const json = options.render(event);
-        body += body === "" ? json : `,${json}`;
-        bytes += Buffer.byteLength(json);
-        next = event.number;
-      }
-      const page = Buffer.from(`{"events":[${body}],"next":${next}}`);
+      const page = await read;
+      if ("oldest" in page) return sendEnvelope(reply, 410, { message: MESSAGES.gone(page.oldest) });
       // The client went while the page was read: nobody to answer, and no close to wait for.
       if (gone.signal.aborted) return reply.hijack();
-      holdUntilTaken(reply, release, stallMs);
+      holdUntilTaken(reply, release ?? (() => {}), stallMs);
       sent = true;
-      return reply.header("content-type", JSON_TYPE).header("cache-control", "no-cache").send(page);
+      return reply.header("content-type", JSON_TYPE).header("cache-control", "no-cache").send(page.body);
     } finally {
-      if (!sent) release();
+      if (!sent) release?.();
     }
   };
 

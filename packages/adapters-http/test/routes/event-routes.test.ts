@@ -210,6 +210,50 @@ describe("GET /api/v1/posts/events pages of large posts", () => {
   });
 });
 
+describe("GET /api/v1/posts/events pages asked for at once", () => {
+  it("read the log once for the same page, and once for each other page", async () => {
+    const base = await buildTestApp();
+    const { token } = await base.aUserWithToken();
+    for (let i = 0; i < 3; i++) await createPost(base, token, `t${i}`);
+    const events = base.deps.database.events;
+    let reads = 0;
+    let open = () => {};
+    const gate = new Promise<void>((resolve) => {
+      open = resolve;
+    });
+    const testApp = await buildTestApp({
+      changeEvents: {
+        readAfter: async (after, limit, maxBytes) => {
+          reads++;
+          await gate;
+          return events.readAfter(after, limit, maxBytes);
+        },
+        lastNumber: () => events.lastNumber(),
+        subscribe: (listener) => events.subscribe(listener),
+        deleteNumberedBefore: (before) => events.deleteNumberedBefore(before),
+      },
+    });
+    try {
+      const same = Array.from({ length: 10 }, () => page(testApp, "?after=0&limit=2"));
+      const other = page(testApp, "?after=1&limit=2");
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      open();
+      const answers = await Promise.all(same);
+      expect(answers.map(({ response }) => response.statusCode)).toEqual(answers.map(() => 200));
+      expect(new Set(answers.map(({ response }) => response.body)).size).toBe(1);
+      expect(answers[0]?.body.events.map((event: { id: string }) => event.id)).toEqual(["1", "2"]);
+      expect((await other).body.events.map((event: { id: string }) => event.id)).toEqual(["2", "3"]);
+      expect(reads).toBe(2);
+      // Once read, a page is read again: it may have grown.
+      await page(testApp, "?after=0&limit=2");
+      expect(reads).toBe(3);
+    } finally {
+      await testApp.app.close();
+      await base.app.close();
+    }
+  });
+});
+
 describe("GET /api/v1/posts/events past the retention", () => {
   it("answers 410 Gone for a page that starts before the oldest event kept", async () => {
     const testApp = await buildTestApp();
