@@ -2,6 +2,7 @@ import type { ServerResponse } from "node:http";
 import type { ChangeFeedHub } from "./change-feed-hub.js";
 import { type FeedMessage, resetMessage } from "./feed-message.js";
 import type { FeedReaders } from "./feed-readers.js";
+import { waitUntil } from "./wait-until.js";
 
 /** The longest the feed may stay silent: a comment at least every 15 s keeps idle connections open (docs/change-events.md#as-a-stream). */
 export const MAX_HEARTBEAT_MS = 15_000;
@@ -183,18 +184,18 @@ export class EventStreams {
 
   // True once the socket has taken what it was given (or the client went); false after stallMs.
   #drained(response: ServerResponse): Promise<boolean> {
-    return new Promise((resolve) => {
-      const done = (taken: boolean) => {
-        clearTimeout(timer);
-        response.off("drain", onDrain);
-        response.off("close", onDrain);
-        resolve(taken);
-      };
-      const onDrain = () => done(true);
-      const timer = setTimeout(() => done(false), this.#stallMs);
-      response.on("drain", onDrain);
-      response.on("close", onDrain);
-    });
+    return waitUntil(
+      (settle) => {
+        const taken = () => settle(true);
+        response.on("drain", taken);
+        response.on("close", taken);
+        return () => {
+          response.off("drain", taken);
+          response.off("close", taken);
+        };
+      },
+      { timeoutMs: this.#stallMs, otherwise: false },
+    );
   }
 
   #heartbeat(): void {

@@ -1,3 +1,5 @@
+import { waitUntil } from "./wait-until.js";
+
 /** What {@link FeedReaders} is doing at the moment of asking. */
 export interface FeedReaderStats {
   /** Readers holding a turn: reading the log, or waiting for a client to take what they read. */
@@ -34,20 +36,21 @@ export class FeedReaders {
       this.#active++;
       return Promise.resolve(this.#release());
     }
-    return new Promise((resolve) => {
-      const turn = () => {
-        signal.removeEventListener("abort", leave);
-        this.#active++;
-        resolve(this.#release());
-      };
-      const leave = () => {
-        const at = this.#queue.indexOf(turn);
-        if (at >= 0) this.#queue.splice(at, 1);
-        resolve(undefined);
-      };
-      signal.addEventListener("abort", leave, { once: true });
-      this.#queue.push(turn);
-    });
+    return waitUntil<(() => void) | undefined>(
+      (settle) => {
+        const turn = () => {
+          this.#active++;
+          settle(this.#release());
+        };
+        this.#queue.push(turn);
+        // Gone from the line once given its turn (shifted) or aborted (removed here).
+        return () => {
+          const at = this.#queue.indexOf(turn);
+          if (at >= 0) this.#queue.splice(at, 1);
+        };
+      },
+      { signal, otherwise: undefined },
+    );
   }
 
   /** How many turns are taken and how many readers wait. */
