@@ -9,6 +9,7 @@ export const MESSAGES = {
   contentInvalidCharacter: "게시글 내용에 사용할 수 없는 문자가 포함되어 있습니다.",
   emailInvalid: "올바른 이메일 주소를 입력해주세요.",
   passwordInvalid: "비밀번호는 8자 이상 128자 이하로 입력해주세요.",
+  passwordInvalidCharacter: "비밀번호에 사용할 수 없는 문자가 포함되어 있습니다.",
   sizeInvalid: "size는 1 이상 100 이하의 정수여야 합니다.",
   cursorInvalid: "cursor가 올바르지 않습니다.",
   userIdInvalid: "userId는 0 이상의 정수여야 합니다.",

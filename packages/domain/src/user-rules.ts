@@ -30,13 +30,33 @@ export function parseEmail(value: unknown): string | undefined {
   return codePointLength(email) <= EMAIL_MAX_LENGTH ? email : undefined;
 }
 
-/** Whether a value is a string of 8 to 128 code points, the only passwords accepted. */
+/**
+ * Whether a value is well-formed Unicode text of 8 to 128 code points, the only passwords
+ * accepted. A lone surrogate is refused: the hasher reads a password as UTF-8, where every lone
+ * surrogate becomes U+FFFD, so two different passwords would verify as one.
+ */
 export function isAcceptablePassword(value: unknown): value is string {
   if (typeof value !== "string" || value.length < PASSWORD_MIN_LENGTH || value.length > PASSWORD_MAX_UNITS) {
     return false;
   }
   const length = codePointLength(value);
-  return length >= PASSWORD_MIN_LENGTH && length <= PASSWORD_MAX_LENGTH;
+  return length >= PASSWORD_MIN_LENGTH && length <= PASSWORD_MAX_LENGTH && value.isWellFormed();
+}
+
+/**
+ * The fields of a registration or login given as text that is not well-formed Unicode (a lone
+ * surrogate), email first, each with its message; empty when there are none. Such text could
+ * only be stored or compared altered, so it is refused as it is in titles.
+ */
+export function illFormedCredentialFields(email: unknown, password: unknown): FieldError[] {
+  const errors: FieldError[] = [];
+  if (typeof email === "string" && !email.isWellFormed()) {
+    errors.push({ field: "email", message: MESSAGES.emailInvalid });
+  }
+  if (typeof password === "string" && !password.isWellFormed()) {
+    errors.push({ field: "password", message: MESSAGES.passwordInvalidCharacter });
+  }
+  return errors;
 }
 
 /** An email and password that {@link validateCredentials} accepted: the email normalized. */
@@ -47,7 +67,7 @@ export interface Credentials {
 
 /**
  * Validates registration input: the email an address of at most 255 code points, the password
- * 8 to 128 code points. Answers the normalized email and the password as given, or a
+ * 8 to 128 code points, both well-formed Unicode. Answers the normalized email and the password as given, or a
  * "validation" error listing every failing field, email first.
  */
 export function validateCredentials(
@@ -58,7 +78,13 @@ export function validateCredentials(
   const normalized = parseEmail(email);
   if (normalized === undefined) errors.push({ field: "email", message: MESSAGES.emailInvalid });
   const passwordOk = isAcceptablePassword(password);
-  if (!passwordOk) errors.push({ field: "password", message: MESSAGES.passwordInvalid });
+  if (!passwordOk) {
+    const illFormed = typeof password === "string" && !password.isWellFormed();
+    errors.push({
+      field: "password",
+      message: illFormed ? MESSAGES.passwordInvalidCharacter : MESSAGES.passwordInvalid,
+    });
+  }
   if (normalized === undefined || !passwordOk) return err({ kind: "validation", errors });
   return ok({ email: normalized, password });
 }

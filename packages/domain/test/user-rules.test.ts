@@ -57,6 +57,9 @@ describe("isAcceptablePassword", () => {
     ["128 emoji (256 UTF-16 units)", "😀".repeat(128), true],
     ["129 emoji", "😀".repeat(129), false],
     ["16 MiB", "a".repeat(16 * 1024 * 1024), false],
+    ["a lone high surrogate", "password\ud800", false],
+    ["a lone low surrogate", "password\udfff", false],
+    ["U+FFFD, which is well-formed", "password\ufffd", true],
   ])("%s: %s", (_, value, expected) => {
     expect(isAcceptablePassword(value)).toBe(expected);
   });
@@ -107,6 +110,16 @@ describe("validateCredentials", () => {
     expect(result.ok ? "accepted" : result.error).toStrictEqual(
       accepted ? "accepted" : { kind: "validation", errors: [passwordError] },
     );
+  });
+
+  it("says a password with a lone surrogate holds a character it may not", () => {
+    expect(validateCredentials("writer@example.com", "password\ud800")).toStrictEqual({
+      ok: false,
+      error: {
+        kind: "validation",
+        errors: [{ field: "password", message: MESSAGES.passwordInvalidCharacter }],
+      },
+    });
   });
 
   it("lists both fields, email first, when both fail", () => {

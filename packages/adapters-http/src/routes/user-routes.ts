@@ -63,7 +63,8 @@ export const userRoutes: FastifyPluginCallback<UserRoutesOptions> = (app, option
     const body = jsonObjectBody(request.body);
     const result = await login(deps, { email: body.email, password: body.password });
     if (!result.ok) {
-      await throttles.login.recordFailure(request);
+      // Only a 401 is a failed attempt; a 400 for bad input tells nothing about an account.
+      if (result.error.kind === "invalid-credentials") await throttles.login.recordFailure(request);
       return sendDomainError(reply, result.error, sendEnvelope);
     }
     // A token must not sit in a shared cache (RFC 6749 §5.1).

@@ -50,7 +50,7 @@ export const LoginRouteSchema = {
     200: jsonResponse("A token", LoginSchema, {
       "Cache-Control": { type: "string", enum: ["no-store"], description: "A token must not sit in a cache" },
     }),
-    400: envelopeResponse("Body not a JSON object"),
+    400: envelopeResponse("Body not a JSON object, or an email or password that is not well-formed Unicode"),
     401: errorJsonResponse("Unknown email or wrong password (one message for both), or an invalid token"),
     ...BODY_REFUSALS,
     429: retryLaterResponse("Too many failures from this address or for this email; see Retry-After"),

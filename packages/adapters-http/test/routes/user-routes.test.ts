@@ -1,8 +1,9 @@
 import { createHmac } from "node:crypto";
+import { Argon2PasswordHasher, JwtTokenIssuer } from "@posts/adapters-http";
 import { MESSAGES } from "@posts/domain";
-import { anEmail, aPost, InMemoryAttemptCounter } from "@posts/domain/testing";
+import { anEmail, aPost, InMemoryAttemptCounter, inMemoryDependencies } from "@posts/domain/testing";
 import type { InjectOptions } from "fastify";
-import { describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { expectEnvelope, expectErrorJson, JSON_UTF8 } from "../support/expectations.js";
 import { TEST_ISSUER, TEST_SECRET, tokenFor } from "../support/mint-token.js";
 import { tokenHeader } from "../support/route-requests.js";
@@ -368,5 +369,54 @@ describe("registration throttle", () => {
       409,
     );
     await app.close();
+  });
+});
+
+describe("passwords and emails that are not well-formed Unicode", () => {
+  let testApp: TestApp;
+  beforeAll(async () => {
+    // The real hasher: it reads a password as UTF-8, where a lone surrogate becomes U+FFFD.
+    const hasher = await Argon2PasswordHasher.create({ memoryCost: 1024, timeCost: 1, parallelism: 1 });
+    testApp = await buildTestApp({
+      deps: {
+        ...inMemoryDependencies(),
+        tokens: new JwtTokenIssuer({ secret: TEST_SECRET, issuer: TEST_ISSUER }),
+        hasher,
+      },
+    });
+  });
+  afterAll(() => testApp.app.close());
+  const post = (url: string, payload: object) => testApp.app.inject({ method: "POST", url, payload });
+  const passwordError = { field: "password", message: MESSAGES.passwordInvalidCharacter };
+  const emailError = { field: "email", message: MESSAGES.emailInvalid };
+
+  it("refuses a lone surrogate in a password or an email at registration: 400 envelope", async () => {
+    for (const password of ["password\ud800", "password\udfff", "\udc00\ud800password"]) {
+      expectEnvelope(await post("/api/v1/user", { email: anEmail(), password }), 400, "/api/v1/user", [
+        passwordError,
+      ]);
+    }
+    expectEnvelope(
+      await post("/api/v1/user", { email: "wri\ud800ter@example.com", password: "password\ud800" }),
+      400,
+      "/api/v1/user",
+      [emailError, passwordError],
+    );
+  });
+
+  it("never logs in with a password that differs from the registered one only where a surrogate is lone", async () => {
+    const email = anEmail();
+    const login = (password: string) => post("/api/v1/user/login", { email, password });
+    expect((await post("/api/v1/user", { email, password: "password\ufffd" })).statusCode).toBe(201);
+    expect((await login("password\ufffd")).statusCode).toBe(200);
+    for (const password of ["password\ud800", "password\udfff"]) {
+      expectEnvelope(await login(password), 400, "/api/v1/user/login", [passwordError]);
+    }
+    expectEnvelope(
+      await post("/api/v1/user/login", { email: `${email}\ud800`, password: "password\ufffd" }),
+      400,
+      "/api/v1/user/login",
+      [emailError],
+    );
   });
 });

@@ -1,4 +1,4 @@
-import { login, registerUser } from "@posts/domain";
+import { login, MESSAGES, registerUser } from "@posts/domain";
 import { inMemoryDependencies } from "@posts/domain/testing";
 import { describe, expect, it } from "vitest";
 
@@ -43,6 +43,23 @@ describe("login", () => {
     expect(deps.hasher.verifications).toBe(before + 1);
     await login(deps, { email: "writer@example.com", password: "wrong password" });
     expect(deps.hasher.verifications).toBe(before + 2);
+  });
+
+  it("refuses text that is not well-formed Unicode as a validation error, before looking anyone up", async () => {
+    const { deps } = await withUser();
+    const before = deps.hasher.verifications;
+    expect(await login(deps, { email: "writer@example.com", password: "correct hors\udfff" })).toStrictEqual({
+      ok: false,
+      error: {
+        kind: "validation",
+        errors: [{ field: "password", message: MESSAGES.passwordInvalidCharacter }],
+      },
+    });
+    expect(await login(deps, { email: "wri\ud800ter@example.com", password: PASSWORD })).toStrictEqual({
+      ok: false,
+      error: { kind: "validation", errors: [{ field: "email", message: MESSAGES.emailInvalid }] },
+    });
+    expect(deps.hasher.verifications).toBe(before);
   });
 
   it("does not accept the password's stored hash as a password", async () => {
