@@ -9,6 +9,7 @@ import type { EventFeedStats } from "../events/event-feed-stats.js";
 import { DEFAULT_STALL_MS, EventStreams, MAX_HEARTBEAT_MS } from "../events/event-stream.js";
 import { FeedReaders } from "../events/feed-readers.js";
 import { type StreamCapSettings, StreamCaps } from "../events/stream-caps.js";
+import { acceptsEventStream } from "../http/event-stream-negotiation.js";
 import { ChangeFeedRouteSchema } from "../schemas/event-route-schemas.js";
 
 /** Options of {@link eventRoutes}. */
@@ -77,7 +78,7 @@ function holdUntilTaken(reply: FastifyReply, release: () => void, stallMs: numbe
 
 function wantsStream(request: FastifyRequest): boolean {
   const accept = request.headers.accept;
-  return request.method === "GET" && typeof accept === "string" && accept.includes("text/event-stream");
+  return request.method === "GET" && acceptsEventStream(typeof accept === "string" ? accept : undefined);
 }
 
 const plugin: FastifyPluginCallback<EventRoutesOptions> = (app, options, done) => {

@@ -24,6 +24,18 @@ async function page(testApp: TestApp, query = "") {
 describe("GET /api/v1/posts/events as JSON pages", () => {
   const testApp = useTestApp();
 
+  it("answers a page, not a stream, to an Accept that gives text/event-stream q=0 or less than JSON", async () => {
+    for (const accept of [
+      "text/event-stream;q=0, application/json",
+      "text/event-stream;q=0.5, application/json",
+    ]) {
+      const response = await testApp().app.inject({ method: "GET", url: EVENTS, headers: { accept } });
+      expect(response.statusCode).toBe(200);
+      expect(response.headers["content-type"]).toBe(JSON_UTF8);
+      expect(response.json()).toStrictEqual({ events: expect.any(Array), next: expect.any(Number) });
+    }
+  }, 2000);
+
   it("lists each change as a CloudEvent whose data is the post exactly as GET by id writes it", async () => {
     const { token } = await testApp().aUserWithToken();
     const { body: before } = await page(testApp(), "?limit=1000");
