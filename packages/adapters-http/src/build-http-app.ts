@@ -13,6 +13,7 @@ import { notFoundBeforeBody, notFoundHandler } from "./errors/not-found-handler.
 import { rendererFor } from "./events/cloud-event.js";
 import type { EventFeedStats } from "./events/event-feed-stats.js";
 import { gracefulClose } from "./http/graceful-close.js";
+import { hostCheck } from "./http/host-check.js";
 import { jsonObjectValidatorCompiler } from "./http/json-object-validator-compiler.js";
 import { lingeringClose } from "./http/lingering-close.js";
 import { helmetHeaders, securityHeaders } from "./http/security-headers.js";
@@ -98,6 +99,7 @@ export async function buildHttpApp(options: HttpAppOptions): Promise<FastifyInst
 
   await app.register(lingeringClose, { bodyLimit: options.bodyLimit });
   await app.register(securityHeaders);
+  await app.register(hostCheck, { sendEnvelope });
   if (options.corsOrigins !== undefined && options.corsOrigins.length > 0) {
     await app.register(cors, {
       origin: [...options.corsOrigins],

@@ -23,6 +23,7 @@ export const HTTP_MESSAGES = {
   unsupportedMediaType: "요청 본문은 application/json 이어야 합니다.",
   payloadTooLarge: "요청 본문이 허용된 크기를 넘었습니다.",
   badRequest: "잘못된 요청입니다.",
+  invalidHost: "Host 헤더가 올바른 호스트[:포트]가 아닙니다.",
   requestTimeout: "요청이 제한 시간 안에 도착하지 않았습니다.",
   headersTooLarge: "요청 헤더가 허용된 크기를 넘었습니다.",
   tooManyAttempts: "실패한 시도가 너무 많습니다. 잠시 후 다시 시도해주세요.",

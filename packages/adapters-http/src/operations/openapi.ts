@@ -47,7 +47,9 @@ const plugin: FastifyPluginAsync = async (app) => {
           "Posts with token-protected creation and modification. Send the JWT from POST /api/v1/user/login " +
           "in the X-AUTH-TOKEN header, without a Bearer prefix. An invalid token is refused with 401 on every path. " +
           "A method a documented path does not list is answered 405 with `Allow` " +
-          "(`#/components/responses/MethodNotAllowed`). Every answer also carries the security headers " +
+          "(`#/components/responses/MethodNotAllowed`). A `Host` (or, behind a trusted proxy, " +
+          "`X-Forwarded-Host`) that is not a valid host[:port] is answered 400 with the error envelope " +
+          "on every path. Every answer also carries the security headers " +
           "(Content-Security-Policy, Strict-Transport-Security, X-Content-Type-Options, …), which no operation repeats.",
       },
       // Relative: the document describes whichever address served it.
