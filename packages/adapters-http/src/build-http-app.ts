@@ -12,6 +12,7 @@ import { errorHandler } from "./errors/error-handler.js";
 import { notFoundBeforeBody, notFoundHandler } from "./errors/not-found-handler.js";
 import { rendererFor } from "./events/cloud-event.js";
 import type { EventFeedStats } from "./events/event-feed-stats.js";
+import { bodyEncodingCheck } from "./http/body-encoding-check.js";
 import { gracefulClose } from "./http/graceful-close.js";
 import { hostCheck } from "./http/host-check.js";
 import { jsonObjectValidatorCompiler } from "./http/json-object-validator-compiler.js";
@@ -118,6 +119,7 @@ export async function buildHttpApp(options: HttpAppOptions): Promise<FastifyInst
   });
   await app.register(authentication, options.jwt);
   app.addHook("onRequest", notFoundBeforeBody(app, sendEnvelope));
+  await app.register(bodyEncodingCheck, { sendEnvelope });
   // Before every route: @fastify/swagger collects routes as they are added.
   await app.register(openApi);
   // Set by the event routes, registered after the metrics that read it.

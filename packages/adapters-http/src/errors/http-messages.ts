@@ -21,6 +21,8 @@ export const HTTP_MESSAGES = {
   malformedJson: "요청 본문이 올바른 JSON이 아닙니다.",
   emptyBody: "요청 본문이 비어 있습니다.",
   unsupportedMediaType: "요청 본문은 application/json 이어야 합니다.",
+  unsupportedCharset: "요청 본문은 UTF-8로 인코딩된 JSON이어야 합니다.",
+  unsupportedContentEncoding: "지원하지 않는 Content-Encoding입니다. 압축하지 않은 본문을 보내주세요.",
   payloadTooLarge: "요청 본문이 허용된 크기를 넘었습니다.",
   badRequest: "잘못된 요청입니다.",
   invalidHost: "Host 헤더가 올바른 호스트[:포트]가 아닙니다.",
