@@ -13,6 +13,7 @@ import { notFoundBeforeBody, notFoundHandler } from "./errors/not-found-handler.
 import { rendererFor } from "./events/cloud-event.js";
 import type { EventFeedStats } from "./events/event-feed-stats.js";
 import { bodyEncodingCheck } from "./http/body-encoding-check.js";
+import { expectContinue } from "./http/expect-continue.js";
 import { gracefulClose } from "./http/graceful-close.js";
 import { hostCheck } from "./http/host-check.js";
 import { jsonObjectValidatorCompiler } from "./http/json-object-validator-compiler.js";
@@ -99,6 +100,7 @@ export async function buildHttpApp(options: HttpAppOptions): Promise<FastifyInst
   app.setNotFoundHandler(notFoundHandler(app, sendEnvelope));
 
   await app.register(lingeringClose, { bodyLimit: options.bodyLimit });
+  await app.register(expectContinue, { bodyLimit: options.bodyLimit });
   await app.register(securityHeaders);
   await app.register(hostCheck, { sendEnvelope });
   if (options.corsOrigins !== undefined && options.corsOrigins.length > 0) {
