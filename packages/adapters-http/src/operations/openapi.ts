@@ -86,13 +86,42 @@ const plugin: FastifyPluginAsync = async (app) => {
       return openapiObject;
     },
   });
-  await app.register(swaggerUi, { routePrefix: "/docs", staticCSP: true });
+  let policies: { readonly http: string; readonly https: string } | undefined;
+  await app.register(swaggerUi, {
+    routePrefix: "/docs",
+    // Set per request rather than with `staticCSP`, whose policy is the same for every request.
+    uiHooks: {
+      onRequest: (request, reply, done) => {
+        policies ??= docsPolicies(app.swaggerCSP);
+        reply.header(
+          "content-security-policy",
+          request.protocol === "https" ? policies.https : policies.http,
+        );
+        done();
+      },
+    },
+  });
   app.get("/openapi.json", { schema: { hide: true } }, async () => app.swagger());
 };
 
 /**
+ * The Content-Security-Policy of the Swagger UI pages: @fastify/swagger-ui's own (`staticCSP`),
+ * with `upgrade-insecure-requests` only for a page served over HTTPS. Over plain HTTP that
+ * directive makes the browser fetch the page's own scripts over HTTPS, which no one serves, so
+ * the page stays blank wherever it is opened but on localhost (which browsers never upgrade).
+ */
+function docsPolicies(hashes: { readonly script: readonly string[]; readonly style: readonly string[] }) {
+  const base =
+    "default-src 'self'; base-uri 'self'; font-src 'self' https: data:; frame-ancestors 'self'; " +
+    "img-src 'self' data: validator.swagger.io; object-src 'none'; " +
+    `script-src 'self' ${hashes.script.join(" ")}; script-src-attr 'none'; ` +
+    `style-src 'self' https: ${hashes.style.join(" ")};`;
+  return { http: base, https: `${base} upgrade-insecure-requests;` };
+}
+
+/**
  * The OpenAPI 3.1 document, built by @fastify/swagger from the route schemas (every status
  * of every route, and the `X-AUTH-TOKEN` apiKey scheme), at GET /openapi.json, and Swagger UI
- * at /docs. Register before the routes: it collects them as they are added.
+ * at /docs, with the security policy `docsPolicies` decides per request. Register before the routes: it collects them as they are added.
  */
 export const openApi = fp(plugin, { name: "posts-openapi", fastify: "5.x" });

@@ -242,6 +242,40 @@ describe("operations", () => {
     expect(response.headers["content-type"]).toMatch(/^text\/html/);
   });
 
+  it("lets /docs load its own scripts over plain HTTP from any address: no upgrade-insecure-requests", async () => {
+    const response = await t().app.inject({
+      method: "GET",
+      url: "/docs/",
+      headers: { host: "10.0.0.7:8080" },
+    });
+    expect(response.statusCode).toBe(200);
+    const policy = response.headers["content-security-policy"];
+    expect(policy).toMatch(/script-src 'self'/);
+    expect(policy).not.toMatch(/upgrade-insecure-requests/);
+  });
+
+  it("keeps upgrade-insecure-requests on /docs served over HTTPS (behind a trusted proxy)", async () => {
+    const { app } = await buildTestApp({ trustProxy: true });
+    try {
+      const https = await app.inject({
+        method: "GET",
+        url: "/docs/",
+        headers: { "x-forwarded-proto": "https" },
+      });
+      expect(https.headers["content-security-policy"]).toMatch(
+        /script-src 'self'.*upgrade-insecure-requests/,
+      );
+      const http = await app.inject({
+        method: "GET",
+        url: "/docs/",
+        headers: { "x-forwarded-proto": "http" },
+      });
+      expect(http.headers["content-security-policy"]).not.toMatch(/upgrade-insecure-requests/);
+    } finally {
+      await app.close();
+    }
+  });
+
   it("sets security headers on errors too, including a 401 from authentication", async () => {
     for (const headers of [{ "x-auth-token": "bad" }, {}]) {
       const response = await t().app.inject({ method: "GET", url: "/nowhere", headers });
