@@ -131,6 +131,7 @@ export async function buildHttpApp(options: HttpAppOptions): Promise<FastifyInst
     await app.register(metrics, {
       eventFeedStats:
         options.changeEvents === undefined ? undefined : () => eventFeedStats?.() ?? NO_EVENT_FEED,
+      route: options.metrics !== "own-listener",
       poolStats: options.poolStats,
       // Called on the cache itself: a class instance's method loses its `this` when passed alone.
       postCacheStats: postCache === undefined ? undefined : () => postCache.stats(),

@@ -130,8 +130,12 @@ export interface HttpAppOptions {
    * tests without a database use the domain's in-memory one.
    */
   readonly attemptCounter: AttemptCounter;
-  /** Serve GET /metrics (Prometheus, the app's own registry). Default true. */
-  readonly metrics?: boolean;
+  /**
+   * Prometheus metrics on the app's own registry. `true` (the default): GET /metrics on this
+   * app. `"own-listener"`: requests are counted, but /metrics is no route of this app:
+   * `buildMetricsApp(app)` serves it, for a port that is not the API's. `false`: none.
+   */
+  readonly metrics?: boolean | "own-listener";
   /** Read at each scrape of /metrics for the `db_pool_*` gauges; none when absent (no pool). */
   readonly poolStats?: () => DatabasePoolStats;
   /** Read at each scrape of /metrics for the `db_standby_*` metrics; none when absent (no standbys). */

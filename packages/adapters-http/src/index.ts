@@ -8,6 +8,7 @@ export { HTTP_MESSAGES } from "./errors/http-messages.js";
 export { CLOUD_EVENT_SOURCE, type CloudEventRenderer, cloudEventRenderer } from "./events/cloud-event.js";
 export type { StreamCapSettings } from "./events/stream-caps.js";
 export { type TimestampFormatter, timestampFormatter } from "./http/timestamp-formatter.js";
+export { buildMetricsApp } from "./operations/metrics-app.js";
 export type {
   DatabasePoolStats,
   HttpAppOptions,

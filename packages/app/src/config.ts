@@ -83,6 +83,8 @@ export interface AppConfig {
   readonly loginThrottle: { readonly max?: number; readonly windowMs?: number };
   /** Whether GET /metrics is served (and requests are counted). */
   readonly metrics: boolean;
+  /** The port of the listener of its own that serves GET /metrics; absent: on the API's port. */
+  readonly metricsPort?: number;
   /**
    * The NATS server(s) the change events are relayed to (JetStream stream `POSTS`), as given in
    * `NATS_URL`; absent when events are not relayed. It may hold credentials, so it is never logged.
@@ -190,6 +192,7 @@ function configFrom(s: Settings): AppConfig {
       ...(s.LOGIN_THROTTLE_WINDOW_MS === undefined ? {} : { windowMs: s.LOGIN_THROTTLE_WINDOW_MS }),
     },
     metrics: s.METRICS,
+    ...(s.METRICS_PORT === undefined ? {} : { metricsPort: s.METRICS_PORT }),
     ...(s.NATS_URL === undefined ? {} : { natsUrl: s.NATS_URL }),
     idempotencyTtlMs: s.IDEMPOTENCY_TTL_MS,
     eventsRetentionMs: s.EVENTS_RETENTION_MS,

@@ -213,7 +213,7 @@ export function createContainer(seeds: ContainerSeeds): DependencyContainer {
         corsOrigins: config.corsOrigins,
         loginThrottle: { ...DEFAULT_LOGIN_THROTTLE, ...config.loginThrottle },
         attemptCounter: c.resolve(TOKENS.attemptCounter),
-        metrics: config.metrics,
+        metrics: config.metrics && config.metricsPort !== undefined ? "own-listener" : config.metrics,
         poolStats: database.poolStats,
         ...(database.standbyStats === undefined ? {} : { standbyStats: database.standbyStats }),
         ...(postCache === undefined ? {} : { postCache }),

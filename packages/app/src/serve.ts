@@ -1,5 +1,10 @@
 import type { AddressInfo } from "node:net";
-import { Argon2PasswordHasher, buildHttpApp, cloudEventRenderer } from "@posts/adapters-http";
+import {
+  Argon2PasswordHasher,
+  buildHttpApp,
+  buildMetricsApp,
+  cloudEventRenderer,
+} from "@posts/adapters-http";
 import closeWithGrace from "close-with-grace";
 import type { Logger } from "pino";
 import { boundHeapGrowth, CACHED_HEAP_GROWTH_PERCENT } from "./bound-heap-growth.js";
@@ -126,6 +131,17 @@ async function start(config: AppConfig, logger: Logger, resources: Resource[], s
 
   await app.listen({ port: config.port, host: config.host });
   const { address, port } = app.server.address() as AddressInfo;
+  if (config.metrics && config.metricsPort !== undefined) {
+    const metricsApp = await buildMetricsApp(app);
+    // Closed before the API's server (newest first): a scrape during shutdown may go unanswered.
+    resources.push({ name: "metrics listener", close: () => metricsApp.close() });
+    await metricsApp.listen({ port: config.metricsPort, host: config.host });
+    const listening = metricsApp.server.address() as AddressInfo;
+    logger.info(
+      { address: listening.address, port: listening.port },
+      `metrics served on ${listening.address}:${listening.port}`,
+    );
+  }
   logger.info(
     { address, port, database: database.engine, timeZone: config.timeZone },
     `posts service listening on ${address}:${port}`,

@@ -205,6 +205,15 @@ export const SETTINGS = Type.Object({
     default: true,
     description: "serve Prometheus metrics at `GET /metrics`; `false` when nothing should scrape this port",
   }),
+  METRICS_PORT: Type.Optional(
+    Type.Integer({
+      minimum: 0,
+      maximum: 65535,
+      unset: "`PORT`",
+      description:
+        "serve `GET /metrics` on a listener of its own on this port (and `HOST`), and not on `PORT`: scrape it there and keep it off the public network (9464 is the port Prometheus exporters of OpenTelemetry use); `0` picks a free port (the log says which); unset = on `PORT` with the API",
+    }),
+  ),
   NATS_URL: Type.Optional(
     Type.String({
       format: "nats-urls",

@@ -1,4 +1,4 @@
-import type { FastifyPluginCallback } from "fastify";
+import type { FastifyInstance, FastifyPluginCallback } from "fastify";
 import fp from "fastify-plugin";
 import { Counter, collectDefaultMetrics, Gauge, Registry } from "prom-client";
 import type { EventFeedStats } from "../events/event-feed-stats.js";
@@ -11,8 +11,18 @@ import { registerStandbyMetrics } from "./standby-metrics.js";
 /** The route label of a request no route matched: one value, however many URLs are probed. */
 const UNMATCHED = "unmatched";
 
+// Each app's registry, for `buildMetricsApp` to serve on a listener of its own.
+const REGISTRIES = new WeakMap<FastifyInstance, Registry>();
+
+/** The registry the metrics plugin gave `app`, or undefined when it has none. */
+export function metricsRegistryOf(app: FastifyInstance): Registry | undefined {
+  return REGISTRIES.get(app);
+}
+
 /** What the metrics plugin is given. */
 export interface MetricsOptions {
+  /** Whether GET /metrics is a route of this app; when not, `buildMetricsApp` serves it. */
+  readonly route: boolean;
   readonly poolStats?: () => DatabasePoolStats;
   readonly postCacheStats?: (() => PostCacheStats) | undefined;
   readonly standbyStats?: (() => StandbyReadStats) | undefined;
@@ -41,9 +51,12 @@ const plugin: FastifyPluginCallback<MetricsOptions> = (app, options, done) => {
     next();
   });
 
-  app.get("/metrics", { schema: MetricsRouteSchema }, async (_request, reply) =>
-    reply.type(registry.contentType).send(await registry.metrics()),
-  );
+  REGISTRIES.set(app, registry);
+  if (options.route) {
+    app.get("/metrics", { schema: MetricsRouteSchema }, async (_request, reply) =>
+      reply.type(registry.contentType).send(await registry.metrics()),
+    );
+  }
   done();
 };
 
@@ -135,7 +148,8 @@ function registerPostCacheMetrics(registry: Registry, stats: () => PostCacheStat
 }
 
 /**
- * Prometheus metrics on the app's own registry, served at GET /metrics: the process's default
+ * Prometheus metrics on the app's own registry, served at GET /metrics (of this app when
+ * `route`, else of `buildMetricsApp`'s): the process's default
  * metrics (CPU, memory, GC, event-loop lag) and, per method, route pattern and status, a
  * request counter `http_requests_total` and a latency histogram `http_request_duration_seconds`;
  * given `poolStats`, the database pool's `db_pool_connections{state}`, `db_pool_waiting_requests`

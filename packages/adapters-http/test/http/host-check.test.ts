@@ -19,7 +19,7 @@ const BAD_HOSTS = [
 ];
 
 describe("isValidHost", () => {
-  it.each([
+  it.each<[string, boolean]>([
     ["localhost", true],
     ["example.com:8080", true],
     ["127.0.0.1:65535", true],
@@ -28,7 +28,7 @@ describe("isValidHost", () => {
     ["xn--bcher-kva.example", true],
     ["under_score.example", true],
     ["pct%2Dencoded.example", true],
-    ...BAD_HOSTS.map((host) => [host, false] as const),
+    ...BAD_HOSTS.map((host): [string, boolean] => [host, false]),
     ["[fe80::1%eth0]", false],
     ["pct%2.example", false],
   ])("%j: %s", (host, expected) => {
