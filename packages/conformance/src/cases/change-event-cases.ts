@@ -231,6 +231,25 @@ async function readStream(
 export const changeEventCases: readonly ConformanceCase[] = [
   {
     section,
+    name: "Accept: text/event-stream;q=0 (or a q below JSON's) gets the JSON page, not a stream",
+    async run({ api }) {
+      for (const accept of [
+        "text/event-stream;q=0, application/json",
+        "text/event-stream;q=0.5, application/json",
+      ]) {
+        const reply = await api.get(`${EVENTS}?limit=1`, { headers: { accept } });
+        expectStatus(reply, 200);
+        expectHeader(reply, "content-type", JSON_UTF8);
+        expectKeys(
+          objectOf(jsonOf(reply), `${reply.request}: body`),
+          ["events", "next"],
+          `${reply.request}: body`,
+        );
+      }
+    },
+  },
+  {
+    section,
     name: "a creation, an update and a deletion are post.created, post.updated and post.deleted CloudEvents, numbered on with no gap, in the feed within 1 s, data as GET writes the post",
     async run({ api, fixture }) {
       const writer = await fixture.register("events");

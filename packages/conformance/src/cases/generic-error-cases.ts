@@ -1,12 +1,17 @@
 import { STATUS_CODES } from "node:http";
+import { gzipSync } from "node:zlib";
 import { type LargeBodyExchange, sendLargeBody } from "../http/send-large-body.js";
+import { sendRaw } from "../http/send-raw.js";
 import type { CaseContext, ConformanceCase } from "../runner/conformance-case.js";
 import { jsonOfSize } from "../support/bodies.js";
 import {
   expectEnvelope,
   expectEqual,
+  expectStatus,
   expectThat,
   JSON_UTF8,
+  jsonOf,
+  objectOf,
   show,
   TIMESTAMP,
 } from "../support/expectations.js";
@@ -104,7 +109,10 @@ function earlyAnswer(
   };
 }
 
-/** docs/errors.md: the envelopes of generic errors, 404/405/415/413, and answers given before the body is read. */
+/**
+ * docs/errors.md: the envelopes of generic errors, 404/405/415/413 (charsets, encodings and
+ * `Expect` too), the 400 of a bad `Host`, and answers given before the body is read.
+ */
 export const genericErrorCases: readonly ConformanceCase[] = [
   {
     section,
@@ -172,6 +180,73 @@ export const genericErrorCases: readonly ConformanceCase[] = [
       const body = jsonOfSize(options.bodyLimit + 1);
       expectEnvelope(await api.post(USER, { contentType: "application/json", body }), 413, USER);
       expectEnvelope(await api.post(LOGIN, { contentType: "application/json", body }), 413, LOGIN);
+    },
+  },
+  {
+    section,
+    name: "JSON in another charset than UTF-8, or a Content-Encoding the service does not decode → 415 envelope, nothing stored",
+    async run({ api, fixture }) {
+      const writer = await fixture.register("charset");
+      const body = JSON.stringify({ title: "제목", content: "본문" });
+      for (const contentType of ["application/json; charset=latin1", "application/json; charset=utf-16"]) {
+        expectEnvelope(await api.post(POSTS, { token: writer.token, contentType, body }), 415, POSTS);
+        const credentials = JSON.stringify({ email: fixture.email("charset"), password: fixture.password() });
+        expectEnvelope(await api.post(USER, { contentType, body: credentials }), 415, USER);
+      }
+      const gzipped = await api.post(POSTS, {
+        token: writer.token,
+        contentType: "application/json",
+        headers: { "content-encoding": "gzip" },
+        body: new Uint8Array(gzipSync(body)),
+      });
+      expectEnvelope(gzipped, 415, POSTS);
+      const page = objectOf(jsonOf(await api.get(`${POSTS}?userId=${writer.id}`)), "the writer's page");
+      expectEqual(page.content, [], "the writer's posts after the refusals: nothing stored");
+      const utf8 = await api.post(POSTS, {
+        token: writer.token,
+        contentType: "application/json; charset=UTF-8",
+        body,
+      });
+      expectStatus(utf8, 201);
+    },
+  },
+  {
+    section,
+    name: "Expect: 100-continue with a Content-Length over BODY_LIMIT → the 413 envelope comes instead of 100 Continue",
+    async run({ options, fixture }) {
+      const writer = await fixture.shared("writer");
+      const reply = await sendRaw(options.baseUrl, {
+        method: "POST",
+        path: POSTS,
+        headers: {
+          "Content-Type": "application/json",
+          "X-AUTH-TOKEN": writer.token,
+          Expect: "100-continue",
+          "Content-Length": String(options.bodyLimit + 1),
+        },
+      });
+      expectEqual(reply.interim, [], `${reply.request}: interim answers before the final one`);
+      expectEnvelope(reply, 413, POSTS);
+    },
+  },
+  {
+    section,
+    name: "a Host that is not host[:port] → 400 envelope on every path, never written into Location or Link",
+    async run({ options, fixture }) {
+      const host = 'evil.example"<>';
+      for (const path of [`${POSTS}?size=1`, "/api/v1/does-not-exist", USER]) {
+        const reply = await sendRaw(options.baseUrl, { method: "GET", path, headers: { Host: host } });
+        expectEnvelope(reply, 400, path.split("?")[0] ?? path);
+        expectEqual(reply.headers.get("link"), null, `${reply.request}: Link`);
+      }
+      const registered = await sendRaw(options.baseUrl, {
+        method: "POST",
+        path: USER,
+        headers: { Host: host, "Content-Type": "application/json" },
+        body: JSON.stringify({ email: fixture.email("host"), password: fixture.password() }),
+      });
+      expectEnvelope(registered, 400, USER);
+      expectEqual(registered.headers.get("location"), null, `${registered.request}: Location`);
     },
   },
   earlyAnswer("invalid token", 401, "error", async () => ({

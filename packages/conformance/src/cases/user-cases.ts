@@ -37,6 +37,24 @@ function emailOfLength(local: string, length: number): string {
 export const userCases: readonly ConformanceCase[] = [
   {
     section,
+    name: "an email or password with a lone surrogate → 400 envelope at registration and at login: two different passwords never become one",
+    async run({ api, fixture }) {
+      const email = fixture.email("surrogate");
+      const refused = await api.post(USER, { json: { email, password: "password\ud800" } });
+      expectEnvelope(refused, 400, USER);
+      const badEmail = await api.post(USER, {
+        json: { email: `x\udfff${email}`, password: fixture.password() },
+      });
+      expectEnvelope(badEmail, 400, USER);
+      // U+FFFD is well-formed: what a lone surrogate would have become once encoded.
+      await fixture.registerWith(email, "password\ufffd");
+      for (const password of ["password\ud800", "password\udfff"]) {
+        expectEnvelope(await api.post(LOGIN, { json: { email, password } }), 400, LOGIN);
+      }
+    },
+  },
+  {
+    section,
     name: "POST /api/v1/user → 201 {id, email, createdAt}, email trimmed and lower-cased, Location ending in /api/v1/user",
     async run({ api, fixture }) {
       const email = fixture.email("register");
