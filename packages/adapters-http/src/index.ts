@@ -8,7 +8,6 @@ export { HTTP_MESSAGES } from "./errors/http-messages.js";
 export { CLOUD_EVENT_SOURCE, type CloudEventRenderer, cloudEventRenderer } from "./events/cloud-event.js";
 export type { StreamCapSettings } from "./events/stream-caps.js";
 export { type TimestampFormatter, timestampFormatter } from "./http/timestamp-formatter.js";
-export { buildMetricsApp } from "./operations/metrics-app.js";
 export type {
   DatabasePoolStats,
   HttpAppOptions,
@@ -18,3 +17,4 @@ export type {
   StandbyReadStats,
   StandbyStats,
 } from "./http-app-options.js";
+export { buildMetricsApp } from "./operations/metrics-app.js";

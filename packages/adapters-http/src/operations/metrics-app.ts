@@ -1,6 +1,6 @@
 import Fastify, { type FastifyInstance } from "fastify";
 import { securityHeaders } from "../http/security-headers.js";
-import { metricsRegistryOf } from "./metrics.js";
+import { metricsRegistryOf, scrapeHandler } from "./metrics.js";
 
 /**
  * A Fastify app that serves only GET /metrics, the metrics of `app` (built by `buildHttpApp`
@@ -13,9 +13,7 @@ export async function buildMetricsApp(app: FastifyInstance): Promise<FastifyInst
   if (registry === undefined) throw new Error("buildMetricsApp: the app was built with metrics: false");
   const metricsApp = Fastify({ logger: false });
   await metricsApp.register(securityHeaders);
-  metricsApp.get("/metrics", async (_request, reply) =>
-    reply.type(registry.contentType).send(await registry.metrics()),
-  );
+  metricsApp.get("/metrics", scrapeHandler(registry));
   await metricsApp.ready();
   return metricsApp;
 }

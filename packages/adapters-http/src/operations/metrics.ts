@@ -1,4 +1,4 @@
-import type { FastifyInstance, FastifyPluginCallback } from "fastify";
+import type { FastifyInstance, FastifyPluginCallback, FastifyReply, FastifyRequest } from "fastify";
 import fp from "fastify-plugin";
 import { Counter, collectDefaultMetrics, Gauge, Registry } from "prom-client";
 import type { EventFeedStats } from "../events/event-feed-stats.js";
@@ -13,6 +13,12 @@ const UNMATCHED = "unmatched";
 
 // Each app's registry, for `buildMetricsApp` to serve on a listener of its own.
 const REGISTRIES = new WeakMap<FastifyInstance, Registry>();
+
+/** The handler of GET /metrics: `registry` in Prometheus's text format, wherever it is served. */
+export function scrapeHandler(registry: Registry) {
+  return async (_request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> =>
+    reply.type(registry.contentType).send(await registry.metrics());
+}
 
 /** The registry the metrics plugin gave `app`, or undefined when it has none. */
 export function metricsRegistryOf(app: FastifyInstance): Registry | undefined {
@@ -53,9 +59,7 @@ const plugin: FastifyPluginCallback<MetricsOptions> = (app, options, done) => {
 
   REGISTRIES.set(app, registry);
   if (options.route) {
-    app.get("/metrics", { schema: MetricsRouteSchema }, async (_request, reply) =>
-      reply.type(registry.contentType).send(await registry.metrics()),
-    );
+    app.get("/metrics", { schema: MetricsRouteSchema }, scrapeHandler(registry));
   }
   done();
 };
