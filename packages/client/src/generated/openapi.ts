@@ -64,7 +64,7 @@ export interface paths {
         };
         /**
          * Follow every change of posts, in order: Server-Sent Events or JSON pages
-         * @description Each change is one event, numbered 1, 2, 3, … for the whole service with no gap. With Accept: text/event-stream, a stream of `id`/`event`/`data` messages (data: the CloudEvent on one line) from after Last-Event-ID or ?after= (else from now on), a comment line at least every 15 s, and `event: reset` with data {"oldest": n} first when resuming before the oldest event kept. Otherwise one JSON page after ?after= (default 0) of at most ?limit= events.
+         * @description Each change is one event, numbered 1, 2, 3, … for the whole service with no gap. With Accept naming text/event-stream with a q above 0 and no lower than application/json's, a stream of `id`/`event`/`data` messages (data: the CloudEvent on one line) from after Last-Event-ID or ?after= (else from now on), a comment line at least every 15 s, and `event: reset` with data {"oldest": n} first when resuming before the oldest event kept. Otherwise one JSON page after ?after= (default 0) of at most ?limit= events.
          */
         get: operations["listChangeEvents"];
         put?: never;
@@ -1234,7 +1234,7 @@ export interface operations {
                     "application/json": components["schemas"]["Login"];
                 };
             };
-            /** @description Body not a JSON object */
+            /** @description Body not a JSON object, or an email or password that is not well-formed Unicode */
             400: {
                 headers: {
                     [name: string]: unknown;
