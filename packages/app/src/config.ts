@@ -145,6 +145,17 @@ export function loadConfig(env: Environment): Result<AppConfig, readonly string[
       message: "DATABASE_READ_URLS names standbys of the DATABASE_URL server: set DATABASE_URL too.",
     });
   }
+  if (
+    settings.METRICS_PORT !== undefined &&
+    settings.METRICS_PORT !== 0 &&
+    settings.METRICS_PORT === settings.PORT
+  ) {
+    problems.push({
+      name: "METRICS_PORT",
+      message:
+        "METRICS_PORT must differ from PORT: it is a listener of its own (unset it to serve /metrics on PORT).",
+    });
+  }
   if (problems.length > 0) return err(inSettingsOrder(problems).map((problem) => problem.message));
   return ok(configFrom(settings));
 }

@@ -248,6 +248,15 @@ describe("loadConfig", () => {
     expect(found.join()).not.toContain("short-key");
   });
 
+  it("takes METRICS_PORT as the port of a listener of its own, and refuses the API's port", () => {
+    expect(valid({ METRICS_PORT: "9464" }).metricsPort).toBe(9464);
+    expect(valid({}).metricsPort).toBeUndefined();
+    expect(problems({ PORT: "8080", METRICS_PORT: "8080" })).toEqual([
+      expect.stringContaining("METRICS_PORT must differ from PORT"),
+    ]);
+    expect(valid({ PORT: "0", METRICS_PORT: "0" }).metricsPort).toBe(0);
+  });
+
   it("refuses a DATABASE_URL without a JWT_SECRET", () => {
     expect(problems({ DATABASE_URL: "postgres://localhost/posts" })).toEqual([
       expect.stringContaining("JWT_SECRET is required when DATABASE_URL is set"),
