@@ -43,6 +43,14 @@ module.exports = {
       to: { path: "^packages/[^/]+/src/testing/" },
     },
     {
+      name: "testcontainers-only-in-tests",
+      comment:
+        "testcontainers starts containers for tests: only the testing entry points load it (an optional peer), never the service at run time.",
+      severity: "error",
+      from: { path: "^packages/[^/]+/src/", pathNot: "^packages/[^/]+/src/testing/" },
+      to: { path: "node_modules/(testcontainers|@testcontainers/)" },
+    },
+    {
       name: "conformance-speaks-only-http",
       comment:
         "The conformance suite is a black box: it reaches the service over HTTP only and imports no package of ours.",

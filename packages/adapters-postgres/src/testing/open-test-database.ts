@@ -13,6 +13,7 @@ import { PostgresAttemptCounter } from "../repositories/postgres-attempt-counter
 import { PostgresPostRepository } from "../repositories/postgres-post-repository.js";
 import { PostgresUserRepository } from "../repositories/postgres-user-repository.js";
 import { migrateToLatest } from "../schema/migrate-to-latest.js";
+import { acquirePostgresContainer } from "./postgres-container.js";
 import { containerRuntimeAnswers } from "./postgres-for-tests.js";
 import { truncateTables } from "./truncate-tables.js";
 
@@ -50,8 +51,9 @@ const LOG_PREFIX = "[@posts/adapters-postgres/testing]";
  *    dropped (WITH (FORCE)) by `close()`; ones older than a day, left by runs that died, are
  *    dropped too. The URL's user needs CREATEDB. If the server does not answer, this fails: a
  *    configured server is never silently replaced (CI relies on that).
- * 2. Else a PostgreSQL 15 container (testcontainers) when a container runtime answers; one per
- *    process, stopped when its last database closes.
+ * 2. Else a PostgreSQL container when a container runtime answers (`acquirePostgresContainer`:
+ *    the image of `POSTS_TEST_POSTGRES_IMAGE`; one per process, stopped when its last database
+ *    closes).
  * 3. Else it fails. It never answers PGlite instead: a suite that passed on PGlite would say it
  *    had run on PostgreSQL. A suite on PostgreSQL declares what it needs when it is collected,
  *    `describeNeeding(await postgresForTests(), …)`, and is skipped or failed there.
@@ -166,8 +168,8 @@ async function openPostgres(): Promise<Opened> {
   const url = process.env.DATABASE_URL;
   if (url !== undefined && url !== "") return openOnServer(url, async () => {});
 
-  const container = await acquireContainer();
-  if (container !== undefined) {
+  if (await containerRuntimeAnswers()) {
+    const container = await acquirePostgresContainer();
     try {
       return await openOnServer(container.url, container.release);
     } catch (error) {
@@ -261,49 +263,4 @@ function redacted(url: string): string {
   } catch {
     return "(an unparsable DATABASE_URL)";
   }
-}
-
-// ---- Containers ------------------------------------------------------------------------------
-
-interface Container {
-  readonly url: string;
-  readonly release: () => Promise<void>;
-}
-
-let shared: { started: Promise<{ url: string; stop: () => Promise<unknown> }>; users: number } | undefined;
-
-/** A running PostgreSQL container shared by this process, or `undefined` without a runtime. */
-async function acquireContainer(): Promise<Container | undefined> {
-  if (!(await containerRuntimeAnswers())) return undefined;
-
-  if (shared === undefined) {
-    const started = import("@testcontainers/postgresql").then(async ({ PostgreSqlContainer }) => {
-      const container = await new PostgreSqlContainer("postgres:15-alpine").start();
-      return { url: container.getConnectionUri(), stop: () => container.stop() };
-    });
-    shared = { started, users: 0 };
-  }
-  const current = shared;
-  current.users++;
-  let url: string;
-  try {
-    ({ url } = await current.started);
-  } catch (error) {
-    current.users--;
-    if (shared === current) shared = undefined;
-    throw error;
-  }
-  let released = false;
-  return {
-    url,
-    release: async () => {
-      if (released) return;
-      released = true;
-      current.users--;
-      if (current.users === 0 && shared === current) {
-        shared = undefined;
-        await (await current.started).stop();
-      }
-    },
-  };
 }
