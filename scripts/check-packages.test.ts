@@ -5,7 +5,7 @@
  * this workspace, installs each one there with plain npm (our packages from the tarballs, the rest
  * from the registry), type-checks it against the installed declarations and runs it.
  *
- * It also holds each example to under 80 lines of its own code, so that an example stays
+ * It also holds each example to under 100 lines of its own code, so that an example stays
  * something one reads in a sitting.
  *
  * `pnpm check:packages` runs this file alone; `pnpm test` runs it with every other test.
@@ -24,7 +24,7 @@ const EXAMPLES = ["embed-domain", "embedded-postgres", "contract-tests", "http-a
 type Example = (typeof EXAMPLES)[number];
 
 /** An example's own code stays below this many lines, counted by {@link ownCodeLines}. */
-const OWN_CODE_LIMIT = 80;
+const OWN_CODE_LIMIT = 100;
 // What `grep -cvE '^\s*($|//|\*|/\*)'` leaves out: blank lines and lines that open with a comment.
 const BLANK_OR_COMMENT = /^\s*($|\/\/|\*|\/\*)/;
 
@@ -409,14 +409,15 @@ describe("examples/embedded-postgres", () => {
 });
 
 describe("examples/contract-tests", () => {
-  it("holds its own Map repositories to both contract suites with the example's vitest", async () => {
+  it("holds its own adapters to the contract suites with the example's vitest", async () => {
     expectSuccess(builds.get("contract-tests"));
     const outcome = await run("npm", ["test"], join(work, "contract-tests"));
     expectSuccess(outcome);
     expect(Number(/Tests\s+(\d+) passed/.exec(outcome.output)?.[1])).toBeGreaterThan(0);
-    // Without a container runtime the PostgreSQL suites are skipped, and the run says so.
+    // Without a container runtime its PostgreSQL suite is skipped, and the run says so; the CI's
+    // containers stage runs it on a container.
     if (/skipped/.test(outcome.output))
-      expect(outcome.output).toContain("SKIPPING the PostgreSQL container suites");
+      expect(outcome.output).toContain("SKIPPING the PostgreSQL container suite");
   });
 });
 
