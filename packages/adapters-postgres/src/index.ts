@@ -6,7 +6,6 @@ export {
 export type { DatabaseEngine, DatabaseHandle } from "./connection/database-handle.js";
 export type { RunStatement } from "./connection/direct-statements.js";
 export { isDatabaseUnavailable } from "./connection/is-database-unavailable.js";
-export type { NotificationListener, Notifications } from "./connection/notifications.js";
 export type { PoolStats } from "./connection/pool-for-kysely.js";
 export {
   createStandbyReads,
@@ -28,12 +27,13 @@ export {
   PostgresPublisherLease,
   type PostgresPublisherLeaseOptions,
 } from "./events/publisher-lease.js";
+export type { NotificationListener, Notifications } from "./notifications/notifications.js";
 export {
   PostCache,
   type PostCacheOptions,
   type PostCacheStats,
   type PostCacheView,
-} from "./repositories/post-cache.js";
+} from "./post-cache/post-cache.js";
 export { PostgresAttemptCounter } from "./repositories/postgres-attempt-counter.js";
 export {
   NUMBERED_CHANNEL,
@@ -50,10 +50,6 @@ export {
   type PostgresUserRepositoryOptions,
 } from "./repositories/postgres-user-repository.js";
 export type { SearchResultsStats } from "./repositories/posts/search-results.js";
-export {
-  TrigramPendingListCleaner,
-  type TrigramPendingListCleanerOptions,
-} from "./repositories/trigram-pending-lists.js";
 export type {
   AttemptCountsTable,
   Database,
@@ -64,3 +60,7 @@ export type {
   UsersTable,
 } from "./schema/database.js";
 export { MigrationError, type MigrationSummary, migrateToLatest } from "./schema/migrate-to-latest.js";
+export {
+  TrigramPendingListCleaner,
+  type TrigramPendingListCleanerOptions,
+} from "./trigram-pending-lists/trigram-pending-list-cleaner.js";

@@ -1,12 +1,12 @@
 import { Kysely, PostgresDialect } from "kysely";
 import pg from "pg";
+import { postgresNotifications } from "../notifications/postgres-notifications.js";
 import type { Database } from "../schema/database.js";
 import { withTransactionMigrationLock } from "../schema/migration-lock.js";
 import { closeOnce } from "./close-once.js";
 import type { DatabaseHandle } from "./database-handle.js";
 import { DIRECT_STATEMENTS } from "./direct-statements.js";
 import { poolForKysely, poolStats } from "./pool-for-kysely.js";
-import { postgresNotifications } from "./postgres-notifications.js";
 import { positionRunner } from "./standby-reads/position-runner.js";
 import { createStandbyReads, standbyLabel } from "./standby-reads/standby-reads.js";
 import { PREPARED_STATEMENT_NAMES } from "./statement-names.js";

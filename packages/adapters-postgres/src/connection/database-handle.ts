@@ -1,7 +1,7 @@
 import type { Kysely } from "kysely";
+import type { Notifications } from "../notifications/notifications.js";
 import type { Database } from "../schema/database.js";
 import type { RunStatement } from "./direct-statements.js";
-import type { Notifications } from "./notifications.js";
 import type { PoolStats } from "./pool-for-kysely.js";
 import type { StandbyReadStats } from "./standby-reads/standby-reads.js";
 

@@ -1,7 +1,7 @@
 import type { AttemptCount, AttemptCounter } from "@posts/domain";
 import { type Kysely, sql } from "kysely";
+import { type PreparedStatement, prepare } from "../connection/prepare.js";
 import type { Database } from "../schema/database.js";
-import { type PreparedStatement, prepare } from "./prepare.js";
 
 interface IncrementValues {
   readonly key: string;

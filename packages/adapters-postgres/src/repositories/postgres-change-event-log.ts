@@ -1,10 +1,10 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import type { ChangeEventLog, PostChangeEvent } from "@posts/domain";
 import { type Kysely, sql } from "kysely";
-import type { Notifications } from "../connection/notifications.js";
+import { type PreparedStatement, prepare } from "../connection/prepare.js";
 import { parseInt8 } from "../connection/type-parsers.js";
+import type { Notifications } from "../notifications/notifications.js";
 import type { Database } from "../schema/database.js";
-import { type PreparedStatement, prepare } from "./prepare.js";
 
 /** The channel the sequencer notifies, with the newest number, at each commit of numbers. */
 export const NUMBERED_CHANNEL = "post_events_numbered";

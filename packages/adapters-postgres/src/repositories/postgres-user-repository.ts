@@ -1,10 +1,10 @@
 import { err, type NewUser, ok, type Result, type User, type UserRepository } from "@posts/domain";
 import { type Kysely, sql } from "kysely";
 import type { RunStatement } from "../connection/direct-statements.js";
+import { type PreparedStatement, prepare } from "../connection/prepare.js";
 import { SQLSTATE_UNIQUE_VIOLATION, sqlStateOf } from "../connection/sql-state.js";
+import { toUser, type UserRow } from "../rows/user-row.js";
 import type { Database } from "../schema/database.js";
-import { type PreparedStatement, prepare } from "./prepare.js";
-import { toUser, type UserRow } from "./user-row.js";
 
 const USER_COLUMNS = ["id", "email", "password_hash", "created_at"] as const;
 

@@ -2,7 +2,7 @@ import { openTestDatabase, type TestDatabase } from "@posts/adapters-postgres/te
 import { describeNeeding } from "@posts/domain/testing/vitest";
 import pg from "pg";
 import { afterAll, afterEach, beforeAll, expect, it, vi } from "vitest";
-import { postgresNotifications } from "../../src/connection/postgres-notifications.js";
+import { postgresNotifications } from "../../src/notifications/postgres-notifications.js";
 import { postgres, serverUrl } from "../use-test-database.js";
 
 // The listening session also runs the primary-position statement of the standby reads, prepared

@@ -1,7 +1,7 @@
 import type { Post, PostPageQuery } from "@posts/domain";
 import { parseInt8 } from "../../connection/type-parsers.js";
-import type { PostCache } from "../post-cache.js";
-import { type PostRow, toPost } from "../post-row.js";
+import type { PostCache } from "../../post-cache/post-cache.js";
+import { type PostRow, toPost } from "../../rows/post-row.js";
 import type { PageReads } from "./page-reads.js";
 import type { PostLookups } from "./post-lookups.js";
 import type { ListedRow } from "./read-statements.js";

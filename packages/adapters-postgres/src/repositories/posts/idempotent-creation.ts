@@ -9,6 +9,7 @@ import {
   type Result,
 } from "@posts/domain";
 import { type Kysely, type RawBuilder, sql } from "kysely";
+import { type PreparedStatement, prepare } from "../../connection/prepare.js";
 import {
   SQLSTATE_FOREIGN_KEY_VIOLATION,
   SQLSTATE_UNIQUE_VIOLATION,
@@ -16,7 +17,6 @@ import {
 } from "../../connection/sql-state.js";
 import { parseInt8 } from "../../connection/type-parsers.js";
 import type { Database } from "../../schema/database.js";
-import { type PreparedStatement, prepare } from "../prepare.js";
 import { type NewPostColumns, newPostColumns } from "./plain-creation.js";
 import { writesTogether } from "./turn-batches.js";
 

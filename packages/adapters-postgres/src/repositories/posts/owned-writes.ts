@@ -9,10 +9,10 @@ import {
   type Result,
 } from "@posts/domain";
 import { type Kysely, type RawBuilder, sql } from "kysely";
+import { type PreparedStatement, prepare } from "../../connection/prepare.js";
 import { parseInt8 } from "../../connection/type-parsers.js";
+import { type PostRow, toPost } from "../../rows/post-row.js";
 import type { Database } from "../../schema/database.js";
-import { type PostRow, toPost } from "../post-row.js";
-import { type PreparedStatement, prepare } from "../prepare.js";
 import { loadError, writesTogether } from "./turn-batches.js";
 
 /** What an owned write (update, delete) learns in its one statement; no row when no post had the id. */

@@ -1,7 +1,7 @@
 import type { PostPageQuery } from "@posts/domain";
 import type DataLoader from "dataloader";
-import type { PostRow } from "../post-row.js";
-import type { PreparedStatement } from "../prepare.js";
+import type { PreparedStatement } from "../../connection/prepare.js";
+import type { PostRow } from "../../rows/post-row.js";
 import type {
   ListedRow,
   PageBatchRow,

@@ -1,10 +1,10 @@
 import type { NewPost, Post } from "@posts/domain";
 import { type Kysely, sql } from "kysely";
+import { type PreparedStatement, prepare } from "../../connection/prepare.js";
 import { SQLSTATE_FOREIGN_KEY_VIOLATION, sqlStateOf } from "../../connection/sql-state.js";
 import { parseInt8 } from "../../connection/type-parsers.js";
+import { type PostRow, toPost } from "../../rows/post-row.js";
 import type { Database } from "../../schema/database.js";
-import { type PostRow, toPost } from "../post-row.js";
-import { type PreparedStatement, prepare } from "../prepare.js";
 import { writesTogether } from "./turn-batches.js";
 
 interface CreateValues {

@@ -1,6 +1,6 @@
 import type DataLoader from "dataloader";
 import { parseInt8 } from "../../connection/type-parsers.js";
-import type { PostRow } from "../post-row.js";
+import type { PostRow } from "../../rows/post-row.js";
 import type { ReadStatements } from "./read-statements.js";
 import { turnBatches } from "./turn-batches.js";
 

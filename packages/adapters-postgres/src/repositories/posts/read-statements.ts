@@ -1,9 +1,9 @@
 import { MAX_PAGE_SIZE, type PostPageQuery } from "@posts/domain";
 import { type Kysely, type NotNull, type SelectQueryBuilder, sql } from "kysely";
 import type { RunStatement } from "../../connection/direct-statements.js";
+import { type PreparedStatement, prepare } from "../../connection/prepare.js";
+import type { PostRow } from "../../rows/post-row.js";
 import type { Database } from "../../schema/database.js";
-import type { PostRow } from "../post-row.js";
-import { type PreparedStatement, prepare } from "../prepare.js";
 import { bothVariants, type Variants, variant } from "./variants.js";
 
 /** What a post statement selects of the post itself, in the shape of {@link PostRow}. */

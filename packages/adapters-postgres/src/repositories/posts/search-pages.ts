@@ -1,12 +1,12 @@
 import { MAX_PAGE_SIZE, type Post, type SearchPageQuery, type SearchPageRead } from "@posts/domain";
 import { type Kysely, type RawBuilder, sql } from "kysely";
 import { DIRECT_STATEMENTS, type RunStatement } from "../../connection/direct-statements.js";
+import { type PreparedStatement, prepare } from "../../connection/prepare.js";
 import { sqlStateOf } from "../../connection/sql-state.js";
 import { parseInt8 } from "../../connection/type-parsers.js";
+import type { PostCache } from "../../post-cache/post-cache.js";
+import { type PostRow, toPost } from "../../rows/post-row.js";
 import type { Database } from "../../schema/database.js";
-import type { PostCache } from "../post-cache.js";
-import { type PostRow, toPost } from "../post-row.js";
-import { type PreparedStatement, prepare } from "../prepare.js";
 import { containsPattern } from "./read-statements.js";
 import type { SearchResults, Taken } from "./search-results.js";
 import { bothVariants, type Variants, variant } from "./variants.js";

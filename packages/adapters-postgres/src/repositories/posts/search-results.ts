@@ -1,9 +1,9 @@
 import { type Kysely, sql } from "kysely";
 import { LRUCache } from "lru-cache";
 import type { RunStatement } from "../../connection/direct-statements.js";
+import { type PreparedStatement, prepare } from "../../connection/prepare.js";
+import type { PostRow } from "../../rows/post-row.js";
 import type { Database } from "../../schema/database.js";
-import type { PostRow } from "../post-row.js";
-import { type PreparedStatement, prepare } from "../prepare.js";
 
 /**
  * Where the posts stand, as one text: the relation that holds them (a `TRUNCATE` gives it

@@ -7,7 +7,7 @@ import {
 import { describeNeeding } from "@posts/domain/testing/vitest";
 import { type Kysely, sql } from "kysely";
 import { afterEach, beforeEach, expect, it } from "vitest";
-import { prepare } from "../../src/repositories/prepare.js";
+import { prepare } from "../../src/connection/prepare.js";
 import type { Database } from "../../src/schema/database.js";
 import { postgres, serverUrl, useTestDatabase } from "../use-test-database.js";
 

@@ -2,7 +2,7 @@ import { createPostgresDatabase, PostgresPostRepository } from "@posts/adapters-
 import type { NewPost } from "@posts/domain";
 import { sql } from "kysely";
 import { describe, expect, it } from "vitest";
-import { describeOnEachEngine, serverOnly, serverUrl, useTestDatabase } from "../use-test-database.js";
+import { describeOnEachEngine, serverOnly, serverUrl, useTestDatabase } from "../../use-test-database.js";
 
 const CREATED_AT = new Date("2026-11-27T10:15:30.123Z");
 

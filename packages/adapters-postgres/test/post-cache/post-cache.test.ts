@@ -2,7 +2,7 @@ import { PostgresPostRepository } from "@posts/adapters-postgres";
 import type { Post } from "@posts/domain";
 import { type KyselyPlugin, sql } from "kysely";
 import { beforeEach, describe, expect, it } from "vitest";
-import { estimatedBytes, PostCache } from "../../src/repositories/post-cache.js";
+import { estimatedBytes, PostCache } from "../../src/post-cache/post-cache.js";
 import { describeOnEachEngine, serverOnly, useTestDatabase } from "../use-test-database.js";
 
 const CREATED_AT = new Date("2026-11-22T10:15:30.123Z");

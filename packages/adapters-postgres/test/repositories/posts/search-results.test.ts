@@ -7,8 +7,8 @@ import type { Post, SearchPageQuery } from "@posts/domain";
 import { describeNeeding } from "@posts/domain/testing/vitest";
 import pg from "pg";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { seedPosts } from "../seeded-posts.js";
-import { postgres, useTestDatabase } from "../use-test-database.js";
+import { seedPosts } from "../../seeded-posts.js";
+import { postgres, useTestDatabase } from "../../use-test-database.js";
 
 const POSTS = 5_000;
 const BUDGET = 1000;

@@ -1,7 +1,7 @@
 import { PostgresPostRepository, type RunStatement } from "@posts/adapters-postgres";
 import { CompiledQuery } from "kysely";
 import { expect, it } from "vitest";
-import { describeOnEachEngine, useTestDatabase } from "../use-test-database.js";
+import { describeOnEachEngine, useTestDatabase } from "../../use-test-database.js";
 
 const CREATED_AT = new Date("2026-11-24T10:15:30.123Z");
 

@@ -1,7 +1,7 @@
 import pg from "pg";
-import { isDatabaseUnavailable } from "./is-database-unavailable.js";
+import { isDatabaseUnavailable } from "../connection/is-database-unavailable.js";
+import { sqlStateOf } from "../connection/sql-state.js";
 import type { NotificationListener, Notifications } from "./notifications.js";
-import { sqlStateOf } from "./sql-state.js";
 
 /** Options of {@link postgresNotifications}. */
 export interface PostgresNotificationsOptions {

@@ -5,11 +5,11 @@ import { describeNeeding } from "@posts/domain/testing/vitest";
 import { CompiledQuery, Kysely, PostgresDialect, sql } from "kysely";
 import pg from "pg";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { DIRECT_STATEMENTS } from "../../src/connection/direct-statements.js";
-import { poolForKysely } from "../../src/connection/pool-for-kysely.js";
-import { nodesOf, type ObservedDatabase, observedDatabase, seedPosts } from "../seeded-posts.js";
-import { postgres, serverUrl, useTestDatabase } from "../use-test-database.js";
-import { untilBlocked } from "../while-locked.js";
+import { DIRECT_STATEMENTS } from "../../../src/connection/direct-statements.js";
+import { poolForKysely } from "../../../src/connection/pool-for-kysely.js";
+import { nodesOf, type ObservedDatabase, observedDatabase, seedPosts } from "../../seeded-posts.js";
+import { postgres, serverUrl, useTestDatabase } from "../../use-test-database.js";
+import { untilBlocked } from "../../while-locked.js";
 
 const POSTS = 20_000;
 const BUDGET = 1000;

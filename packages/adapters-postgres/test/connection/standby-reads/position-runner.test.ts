@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { positionRunner } from "../../src/connection/standby-reads/position-runner.js";
+import { positionRunner } from "../../../src/connection/standby-reads/position-runner.js";
 
 /** A pool runner that answers `rows` and records what it was asked. */
 function pool(rows: unknown[] = [{ position: "0/200" }]) {

@@ -2,8 +2,8 @@ import { PostgresPostRepository } from "@posts/adapters-postgres";
 import type { Post, PostUpdate } from "@posts/domain";
 import { sql } from "kysely";
 import { beforeEach, expect, it } from "vitest";
-import { describeOnEachEngine, serverOnly, useTestDatabase } from "../use-test-database.js";
-import { whileLocked } from "../while-locked.js";
+import { describeOnEachEngine, serverOnly, useTestDatabase } from "../../use-test-database.js";
+import { whileLocked } from "../../while-locked.js";
 
 const CREATED_AT = new Date("2026-11-27T10:15:30.123Z");
 const LATER = new Date(CREATED_AT.getTime() + 60_000);

@@ -1,7 +1,7 @@
 import type { CompiledQuery, Kysely } from "kysely";
-import { DIRECT_STATEMENTS, type RunStatement } from "../connection/direct-statements.js";
-import { PREPARED_STATEMENT_NAMES } from "../connection/statement-names.js";
 import type { Database } from "../schema/database.js";
+import { DIRECT_STATEMENTS, type RunStatement } from "./direct-statements.js";
+import { PREPARED_STATEMENT_NAMES } from "./statement-names.js";
 
 /** Stands in for a named value while a statement is compiled; replaced at each execution. */
 class Placeholder {

@@ -2,7 +2,7 @@ import { PostgresPostRepository, PostgresUserRepository, type RunStatement } fro
 import type { TestDatabase } from "@posts/adapters-postgres/testing";
 import { CompiledQuery } from "kysely";
 import { expect, it } from "vitest";
-import { describeOnEachEngine, useTestDatabase } from "../use-test-database.js";
+import { describeOnEachEngine, useTestDatabase } from "../../use-test-database.js";
 
 const CREATED_AT = new Date("2026-11-22T10:15:30.123Z");
 
