@@ -10,12 +10,12 @@ import type { Logger } from "pino";
 import { boundHeapGrowth, CACHED_HEAP_GROWTH_PERCENT } from "./bound-heap-growth.js";
 import type { AppConfig } from "./config.js";
 import { createContainer, TOKENS } from "./container.js";
-import { startEventRelay } from "./event-relay.js";
+import { relayEventLogOf } from "./event-relay/relay-event-log.js";
+import { startEventRelay } from "./event-relay/start-event-relay.js";
 import { startExpirySweeper } from "./expiry-sweeper.js";
 import { loadOrCreateJwtSecret } from "./load-or-create-jwt-secret.js";
 import { openDatabase } from "./open-database.js";
 import { prepareDatabase } from "./prepare-database.js";
-import { relayEventLogOf } from "./relay-event-log.js";
 
 /** Something opened during start-up that shutdown must close, newest first. */
 interface Resource {

@@ -1,6 +1,6 @@
 import { getEventListeners } from "node:events";
 import { describe, expect, it } from "vitest";
-import { type NumberedEventSource, relayEventLogOf } from "../src/relay-event-log.js";
+import { type NumberedEventSource, relayEventLogOf } from "../../src/event-relay/relay-event-log.js";
 
 interface Numbered {
   readonly number: number;

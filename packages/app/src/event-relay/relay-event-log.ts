@@ -1,5 +1,5 @@
 import type { RelayEventLog, RelayedEvent } from "@posts/adapters-nats";
-import { waitUntil } from "./wait-until.js";
+import { waitUntil } from "../wait-until.js";
 
 /** What the relay needs of the service's change event log: reading, and being told of new numbers. */
 export interface NumberedEventSource<E> {

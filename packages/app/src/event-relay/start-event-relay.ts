@@ -2,7 +2,7 @@ import type { RelayEventLog } from "@posts/adapters-nats";
 import { startJetStreamRelay } from "@posts/adapters-nats";
 import { embeddedPublisherLease, PostgresPublisherLease } from "@posts/adapters-postgres";
 import type { Logger } from "pino";
-import type { AppConfig } from "./config.js";
+import type { AppConfig } from "../config.js";
 
 /** A running relay of the change events to NATS, and how to stop it. */
 export interface RunningEventRelay {
