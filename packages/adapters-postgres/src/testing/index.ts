@@ -7,4 +7,5 @@ export {
   postgresContainerImage,
 } from "./postgres-container.js";
 export { containerRuntimeAnswers, postgresForTests } from "./postgres-for-tests.js";
+export { SCHEMA_SNAPSHOT_PATH, schemaSnapshot } from "./schema-snapshot.js";
 export { truncateTables } from "./truncate-tables.js";
