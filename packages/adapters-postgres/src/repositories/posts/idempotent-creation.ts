@@ -18,7 +18,7 @@ import {
 import { parseInt8 } from "../../connection/type-parsers.js";
 import type { Database } from "../../schema/database.js";
 import { type NewPostColumns, newPostColumns } from "./plain-creation.js";
-import { writesTogether } from "./turn-batches.js";
+import { writesTogether } from "./writes-together.js";
 
 interface KeyedCreateValues {
   readonly authorId: number;

@@ -13,7 +13,8 @@ import { type PreparedStatement, prepare } from "../../connection/prepare.js";
 import { parseInt8 } from "../../connection/type-parsers.js";
 import { type PostRow, toPost } from "../../rows/post-row.js";
 import type { Database } from "../../schema/database.js";
-import { loadError, writesTogether } from "./turn-batches.js";
+import { loadError } from "./turn-batches.js";
+import { writesTogether } from "./writes-together.js";
 
 /** What an owned write (update, delete) learns in its one statement; no row when no post had the id. */
 interface OwnedWriteRow {

@@ -5,7 +5,7 @@ import { SQLSTATE_FOREIGN_KEY_VIOLATION, sqlStateOf } from "../../connection/sql
 import { parseInt8 } from "../../connection/type-parsers.js";
 import { type PostRow, toPost } from "../../rows/post-row.js";
 import type { Database } from "../../schema/database.js";
-import { writesTogether } from "./turn-batches.js";
+import { writesTogether } from "./writes-together.js";
 
 interface CreateValues {
   readonly authorId: number;

@@ -28,7 +28,7 @@ export const postEventsWrittenPerStatement: Migration = {
     // The outbox rows of a statement's changes are now written by one insert at its end, from
     // the statement's transition tables, instead of one trigger call and one insert a row:
     // the service writes the creations and the updates asked at once with one statement
-    // (repositories/posts/turn-batches.ts), and a row trigger's call, its insert's executor
+    // (repositories/posts/writes-together.ts), and a row trigger's call, its insert's executor
     // start-up and the author's lookup were paid once a post. The rows and their transaction are
     // the same, and so is their order but within a statement, now that of its posts' ids (the
     // order its creations took their ids): each statement's before the next statement's, and
