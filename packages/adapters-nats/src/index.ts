@@ -2,8 +2,6 @@ export {
   type JetStreamRelay,
   type JetStreamRelayOptions,
   type RelayStatus,
-  STREAM_NAME,
-  SUBJECTS,
   startJetStreamRelay,
 } from "./jetstream-relay.js";
 export type {
@@ -14,3 +12,4 @@ export type {
   RelayedEventType,
   RelayLogger,
 } from "./ports.js";
+export { STREAM_NAME, SUBJECTS } from "./posts-stream.js";

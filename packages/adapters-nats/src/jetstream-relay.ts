@@ -1,28 +1,11 @@
 import { setTimeout as sleep } from "node:timers/promises";
-import type { JetStreamManager, StreamInfo } from "@nats-io/jetstream";
-import {
-  JetStreamApiCodes,
-  JetStreamApiError,
-  jetstreamManager,
-  PubHeaders,
-  StorageType,
-} from "@nats-io/jetstream";
-import type { Msg, NatsConnection } from "@nats-io/transport-node";
-import { connect, headers } from "@nats-io/transport-node";
-import type { PublisherLease, RelayEventLog, RelayedEvent, RelayedEventType, RelayLogger } from "./ports.js";
+import { jetstreamManager } from "@nats-io/jetstream";
+import type { NatsConnection } from "@nats-io/transport-node";
+import { connect } from "@nats-io/transport-node";
+import type { PublisherLease, RelayEventLog, RelayedEvent, RelayLogger } from "./ports.js";
+import { type StreamEnd, streamEnd } from "./posts-stream.js";
+import { publishBatch } from "./publish-batch.js";
 import { waitUntil } from "./wait-until.js";
-
-/** The stream the relay writes to, created when absent. */
-export const STREAM_NAME = "POSTS";
-
-/** The subject of each kind of event; the stream captures `posts.events.*`. */
-export const SUBJECTS: Readonly<Record<RelayedEventType, string>> = {
-  "post.created": "posts.events.created",
-  "post.updated": "posts.events.updated",
-  "post.deleted": "posts.events.deleted",
-};
-
-const MSG_ID_HEADER = PubHeaders.MsgIdHdr;
 
 /** How to reach NATS and what to relay; only `servers`, `events` and `lease` are required. */
 export interface JetStreamRelayOptions {
@@ -61,49 +44,6 @@ export interface JetStreamRelay {
   status(): RelayStatus;
   /** Stops publishing, closes the NATS connection and gives the lease up. Idempotent. */
   stop(): Promise<void>;
-}
-
-/** Where the stream stored a publish (or had stored it before, for a duplicate). */
-interface PublishAck {
-  readonly seq: number;
-}
-
-/** The stream's answer to one publish; throws what the stream refused, as `js.publish` would. */
-function parseAck(reply: Msg): PublishAck {
-  // 503 without a body: no stream captures the subject (it was deleted under the relay).
-  if (reply.headers?.code === 503) throw new Error(`no stream captures the subjects of ${STREAM_NAME}`);
-  const ack = reply.json<{
-    seq?: number;
-    error?: ConstructorParameters<typeof JetStreamApiError>[0];
-  }>();
-  if (ack.error !== undefined) throw new JetStreamApiError(ack.error);
-  if (typeof ack.seq !== "number")
-    throw new Error(`the stream's acknowledgement has no sequence: ${reply.string()}`);
-  return { seq: ack.seq };
-}
-
-/**
- * `promise`, or a rejection with `signal`'s reason as soon as it aborts; the listener is removed
- * either way, so a long-lived signal collects none.
- */
-async function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
-  signal.throwIfAborted();
-  const outcome = await waitUntil<PromiseSettledResult<T> | undefined>(
-    (settle) => {
-      void Promise.allSettled([promise]).then(([result]) => settle(result));
-      return undefined;
-    },
-    { signal, otherwise: undefined },
-  );
-  if (outcome === undefined) throw signal.reason ?? new Error("no longer the publisher");
-  if (outcome.status === "rejected") throw outcome.reason;
-  return outcome.value;
-}
-
-/** Where the stream ends: its last sequence and the event stored there (0 and 0 when empty). */
-interface StreamEnd {
-  readonly sequence: number;
-  readonly event: number;
 }
 
 /**
@@ -200,7 +140,7 @@ class Relay {
       try {
         const connection = await this.#connect();
         const manager = await jetstreamManager(connection, { timeout: this.#publishTimeoutMs });
-        const end = await this.#streamEnd(manager);
+        const end = await streamEnd(manager, this.#options.logger);
         this.#lastEvent = end.event;
         await this.#pump(connection, end, leading, () => {
           failures = 0;
@@ -242,7 +182,7 @@ class Relay {
       }
       // Pipelined on one connection, which the server reads in order; each publish names the
       // exact sequence it must follow, so a refusal anywhere refuses everything after it.
-      await this.#publishBatch(connection, batch, sequence, leading);
+      await publishBatch(connection, batch, sequence, leading, this.#publishTimeoutMs);
       sequence += batch.length;
       event = (batch[batch.length - 1] as RelayedEvent).number;
       this.#lastEvent = event;
@@ -271,110 +211,6 @@ class Relay {
       },
       { signal: leading, timeoutMs: this.#options.idleRecheckMs ?? 5000, otherwise: undefined },
     );
-  }
-
-  /**
-   * Publishes `batch` in order, the first after stream sequence `after`, each message naming the
-   * sequence it must follow, and resolves once the stream holds the whole batch at sequences
-   * `after + 1` to `after + batch.length`. Rejects when the stream refused a message, when an
-   * acknowledgement is not answered within the publish timeout, when the connection closes, or
-   * when `leading` aborts.
-   *
-   * Only the first and the last message ask for an acknowledgement. The stream stores a message
-   * only when its last sequence is the one the message names, so the chain holds or breaks as a
-   * whole: once one message is refused (or skipped as a duplicate), every later one names a
-   * sequence the stream does not end at and is refused too, and the last one's acknowledgement
-   * carries the refusal. A last message stored at `after + batch.length` therefore means that
-   * every sequence before it was filled in order; by this relay or, when two relays briefly both
-   * lead, by the other, which publishes the same events at the same sequences (each event's
-   * sequence is its number plus the stream's fixed offset). The first message's acknowledgement
-   * is asked for the reason a batch fails: after any failure the relay starts again from the
-   * stream's end, so the message refused for a cause of its own (too large for the stream, say)
-   * is then the first of a batch, and its refusal is what the log says.
-   *
-   * An acknowledgement per message, as `js.publish` asks, makes the NATS server build, and the
-   * relay receive, parse and match, one reply per event; without them (and with the bodies
-   * encoded by `Buffer.from`) the NATS server spends two fifths less CPU per event and the relay
-   * a fifth less (bench/RESULTS.md#events). Core publishes are used, not `js.publish`, for the
-   * same protocol without a request's timer, promise and inbox entry per event.
-   */
-  async #publishBatch(
-    connection: NatsConnection,
-    batch: readonly RelayedEvent[],
-    after: number,
-    leading: AbortSignal,
-  ): Promise<void> {
-    const last = batch.length - 1;
-    const acknowledgements: Promise<Msg>[] = [];
-    for (const [index, item] of batch.entries()) {
-      const header = headers();
-      header.set(MSG_ID_HEADER, String(item.number));
-      header.set(PubHeaders.ExpectedStreamHdr, STREAM_NAME);
-      header.set(PubHeaders.ExpectedLastSeqHdr, String(after + index));
-      const subject = SUBJECTS[item.type];
-      // Buffer.from is about twice as fast as the TextEncoder the client would otherwise use.
-      const body = Buffer.from(item.body, "utf8");
-      if (index === 0 || index === last) {
-        const acknowledged = connection.request(subject, body, {
-          headers: header,
-          timeout: this.#publishTimeoutMs,
-        });
-        // Observed at once: a rejection is handled even when an abort ends the wait first.
-        acknowledged.catch(() => undefined);
-        acknowledgements.push(acknowledged);
-      } else {
-        connection.publish(subject, body, { headers: header });
-      }
-    }
-    const replies = await untilAborted(Promise.all(acknowledgements), leading);
-    const expected = last === 0 ? [after + 1] : [after + 1, after + batch.length];
-    for (const [index, reply] of replies.entries()) {
-      const { seq } = parseAck(reply);
-      if (seq !== expected[index]) {
-        // A duplicate stored elsewhere than next: the stream is not what this relay read.
-        const number = (batch[index === 0 ? 0 : last] as RelayedEvent).number;
-        throw new Error(`event ${number} is at stream sequence ${seq}, expected ${expected[index]}`);
-      }
-    }
-  }
-
-  /** Creates the stream when absent, then reads which event its last message is. */
-  async #streamEnd(manager: JetStreamManager): Promise<StreamEnd> {
-    const info = await this.#streamInfo(manager);
-    if (info.config.storage !== StorageType.File) {
-      this.#log(
-        "warn",
-        { storage: info.config.storage },
-        `event relay: stream ${STREAM_NAME} is not on disk`,
-      );
-    }
-    const sequence = info.state.last_seq;
-    if (sequence === 0) return { sequence: 0, event: 0 };
-    const last = await manager.streams.getMessage(STREAM_NAME, { seq: sequence });
-    const id = last?.header?.get(MSG_ID_HEADER) ?? "";
-    if (!/^[1-9]\d*$/.test(id)) {
-      // Publishing on would be guessing: every later event would be a duplicate or a gap.
-      throw new Error(
-        `the last message of stream ${STREAM_NAME} (sequence ${sequence}) is gone or has no event number ` +
-          `in ${MSG_ID_HEADER}; keep the stream's limits from removing its newest message`,
-      );
-    }
-    return { sequence, event: Number(id) };
-  }
-
-  async #streamInfo(manager: JetStreamManager): Promise<StreamInfo> {
-    try {
-      return await manager.streams.info(STREAM_NAME);
-    } catch (error) {
-      if (!(error instanceof JetStreamApiError) || error.code !== JetStreamApiCodes.StreamNotFound)
-        throw error;
-      this.#log("info", {}, `event relay: creating stream ${STREAM_NAME} (file storage)`);
-      return await manager.streams.add({
-        name: STREAM_NAME,
-        subjects: ["posts.events.*"],
-        storage: StorageType.File,
-      });
-    }
   }
 
   /** The connection, opened on first need; it reconnects by itself forever once open. */

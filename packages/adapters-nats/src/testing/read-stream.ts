@@ -1,6 +1,6 @@
 import { jetstreamManager } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
-import { STREAM_NAME } from "../jetstream-relay.js";
+import { STREAM_NAME } from "../posts-stream.js";
 
 /** One message of the stream, as a consumer would see it. */
 export interface StreamMessage {
