@@ -5,9 +5,11 @@ import type { Database } from "../schema/database.js";
 import { withTransactionMigrationLock } from "../schema/migration-lock.js";
 import { closeOnce } from "./close-once.js";
 import type { DatabaseHandle } from "./database-handle.js";
+import { DedicatedSession } from "./dedicated-session.js";
 import { DIRECT_STATEMENTS } from "./direct-statements.js";
 import { poolForKysely, poolStats } from "./pool-for-kysely.js";
 import { positionRunner } from "./standby-reads/position-runner.js";
+import { positionSession } from "./standby-reads/position-session.js";
 import { createStandbyReads, standbyLabel } from "./standby-reads/standby-reads.js";
 import { PREPARED_STATEMENT_NAMES } from "./statement-names.js";
 import { TYPE_PARSERS } from "./type-parsers.js";
@@ -89,12 +91,12 @@ export function createPostgresDatabase(options: PostgresDatabaseOptions): Databa
   });
   DIRECT_STATEMENTS.set(db, run);
   // Its connection opens on the first LISTEN only: a handle nobody listens on costs nothing more.
-  const listening = postgresNotifications({
+  const listening = new DedicatedSession({
     connectionString: options.listenConnectionString ?? options.connectionString,
     applicationName: `${options.applicationName ?? "posts-service"} (listen)`,
-    queryTimeoutMillis: queryTimeout,
     ...(options.onIdleClientError === undefined ? {} : { onError: options.onIdleClientError }),
   });
+  const notifications = postgresNotifications(listening);
   const handle: DatabaseHandle = {
     db,
     engine: "postgres",
@@ -105,11 +107,12 @@ export function createPostgresDatabase(options: PostgresDatabaseOptions): Databa
       },
     }),
     poolStats: () => poolStats(pool),
-    notifications: listening.notifications,
+    notifications,
   };
   const readUrls = options.readConnectionStrings ?? [];
   if (readUrls.length === 0) return handle;
 
+  const onSession = positionSession(listening, queryTimeout);
   const reads = createStandbyReads({
     primary: run,
     // The primary's position is asked for every batch of reads, so its cost on the primary is
@@ -118,7 +121,7 @@ export function createPostgresDatabase(options: PostgresDatabaseOptions): Databa
     // interleaved runs) than through a pooler in transaction mode, which parses it each time
     // on whichever process is free (bench/RESULTS.md#standbys). The pool asks while that
     // session is not open, and when it is lost.
-    position: positionRunner((sql) => listening.prepared(POSITION_STATEMENT, sql), run),
+    position: positionRunner((sql) => onSession(POSITION_STATEMENT, sql), run),
     standbys: readUrls.map((url) => ({
       label: standbyLabel(url),
       pool: openPool(url, options, statementTimeout),

@@ -2,7 +2,8 @@ import { openTestDatabase, type TestDatabase } from "@posts/adapters-postgres/te
 import { describeNeeding } from "@posts/domain/testing/vitest";
 import pg from "pg";
 import { afterAll, afterEach, beforeAll, expect, it, vi } from "vitest";
-import { postgresNotifications } from "../../src/notifications/postgres-notifications.js";
+import { DedicatedSession } from "../../src/connection/dedicated-session.js";
+import { positionSession } from "../../src/connection/standby-reads/position-session.js";
 import { postgres, serverUrl } from "../use-test-database.js";
 
 // The listening session also runs the primary-position statement of the standby reads, prepared
@@ -10,7 +11,7 @@ import { postgres, serverUrl } from "../use-test-database.js";
 describeNeeding(postgres, "statements on the listening session", () => {
   let database: TestDatabase;
   let observer: pg.Client;
-  const sessions: ReturnType<typeof postgresNotifications>[] = [];
+  const sessions: DedicatedSession[] = [];
 
   beforeAll(async () => {
     database = await openTestDatabase("postgres", { migrate: false });
@@ -30,13 +31,12 @@ describeNeeding(postgres, "statements on the listening session", () => {
   const open = (queryTimeoutMillis?: number) => {
     opened += 1;
     const applicationName = `session-statements-${process.pid}-${opened}`;
-    const session = postgresNotifications({
+    const session = new DedicatedSession({
       connectionString: serverUrl(database),
       applicationName,
-      ...(queryTimeoutMillis === undefined ? {} : { queryTimeoutMillis }),
     });
     sessions.push(session);
-    return { ...session, applicationName };
+    return { prepared: positionSession(session, queryTimeoutMillis), applicationName };
   };
 
   /** Calls `prepared` until the session is open and answers, for at most 5 s. */
