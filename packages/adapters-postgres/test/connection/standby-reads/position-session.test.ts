@@ -2,9 +2,9 @@ import { openTestDatabase, type TestDatabase } from "@posts/adapters-postgres/te
 import { describeNeeding } from "@posts/domain/testing/vitest";
 import pg from "pg";
 import { afterAll, afterEach, beforeAll, expect, it, vi } from "vitest";
-import { DedicatedSession } from "../../src/connection/dedicated-session.js";
-import { positionSession } from "../../src/connection/standby-reads/position-session.js";
-import { postgres, serverUrl } from "../use-test-database.js";
+import { DedicatedSession } from "../../../src/connection/dedicated-session.js";
+import { positionSession } from "../../../src/connection/standby-reads/position-session.js";
+import { postgres, serverUrl } from "../../use-test-database.js";
 
 // The listening session also runs the primary-position statement of the standby reads, prepared
 // once; the standby reads themselves are tested on real standbys in scripts/topology.
