@@ -1,11 +1,11 @@
 import { Kysely, PostgresDialect } from "kysely";
 import pg from "pg";
+import { ListenSession } from "../notifications/listen-session.js";
 import { postgresNotifications } from "../notifications/postgres-notifications.js";
 import type { Database } from "../schema/database.js";
 import { withTransactionMigrationLock } from "../schema/migration-lock.js";
 import { closeOnce } from "./close-once.js";
 import type { DatabaseHandle } from "./database-handle.js";
-import { DedicatedSession } from "./dedicated-session.js";
 import { DIRECT_STATEMENTS } from "./direct-statements.js";
 import { poolForKysely, poolStats } from "./pool-for-kysely.js";
 import { positionRunner } from "./standby-reads/position-runner.js";
@@ -91,7 +91,7 @@ export function createPostgresDatabase(options: PostgresDatabaseOptions): Databa
   });
   DIRECT_STATEMENTS.set(db, run);
   // Its connection opens on the first LISTEN only: a handle nobody listens on costs nothing more.
-  const listening = new DedicatedSession({
+  const listening = new ListenSession({
     connectionString: options.listenConnectionString ?? options.connectionString,
     applicationName: `${options.applicationName ?? "posts-service"} (listen)`,
     ...(options.onIdleClientError === undefined ? {} : { onError: options.onIdleClientError }),

@@ -1,5 +1,5 @@
 import pg from "pg";
-import type { DedicatedSession } from "../connection/dedicated-session.js";
+import type { ListenSession } from "./listen-session.js";
 import type { NotificationListener, Notifications } from "./notifications.js";
 
 /**
@@ -7,7 +7,7 @@ import type { NotificationListener, Notifications } from "./notifications.js";
  * `listen` and reopened with backoff whenever it fails; after a reopening every listener is told
  * `undefined`, since what was notified in between is lost.
  */
-export function postgresNotifications(session: DedicatedSession): Notifications {
+export function postgresNotifications(session: ListenSession): Notifications {
   const listeners = new Map<string, Set<NotificationListener>>();
 
   const tellAll = (payload: string | undefined, channel?: string) => {

@@ -1,4 +1,4 @@
-import type { DedicatedSession } from "../dedicated-session.js";
+import type { ListenSession } from "../../notifications/listen-session.js";
 import { isDatabaseUnavailable } from "../is-database-unavailable.js";
 import { sqlStateOf } from "../sql-state.js";
 
@@ -21,7 +21,7 @@ export type PreparedOnSession = (name: string, text: string) => Promise<unknown[
  * or whose connection the server ended, drops the session at once (it reopens as a lost
  * connection does).
  */
-export function positionSession(session: DedicatedSession, queryTimeoutMillis = 0): PreparedOnSession {
+export function positionSession(session: ListenSession, queryTimeoutMillis = 0): PreparedOnSession {
   // A server that refused a prepared statement (a pooler's session that kept an earlier
   // client's, say) would refuse the next one too: this connection runs no more of them.
   let refusedPrepared = false;

@@ -2,8 +2,8 @@ import { openTestDatabase, type TestDatabase } from "@posts/adapters-postgres/te
 import { describeNeeding } from "@posts/domain/testing/vitest";
 import pg from "pg";
 import { afterAll, afterEach, beforeAll, expect, it, vi } from "vitest";
-import { DedicatedSession } from "../../../src/connection/dedicated-session.js";
 import { positionSession } from "../../../src/connection/standby-reads/position-session.js";
+import { ListenSession } from "../../../src/notifications/listen-session.js";
 import { postgres, serverUrl } from "../../use-test-database.js";
 
 // The listening session also runs the primary-position statement of the standby reads, prepared
@@ -11,7 +11,7 @@ import { postgres, serverUrl } from "../../use-test-database.js";
 describeNeeding(postgres, "statements on the listening session", () => {
   let database: TestDatabase;
   let observer: pg.Client;
-  const sessions: DedicatedSession[] = [];
+  const sessions: ListenSession[] = [];
 
   beforeAll(async () => {
     database = await openTestDatabase("postgres", { migrate: false });
@@ -31,7 +31,7 @@ describeNeeding(postgres, "statements on the listening session", () => {
   const open = (queryTimeoutMillis?: number) => {
     opened += 1;
     const applicationName = `session-statements-${process.pid}-${opened}`;
-    const session = new DedicatedSession({
+    const session = new ListenSession({
       connectionString: serverUrl(database),
       applicationName,
     });

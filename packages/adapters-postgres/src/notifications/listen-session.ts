@@ -3,15 +3,15 @@ import pg from "pg";
 const RETRY_FIRST_MS = 100;
 const RETRY_MAX_MS = 5000;
 
-/** Where a {@link DedicatedSession} connects, and who hears of its failures. */
-export interface DedicatedSessionOptions {
+/** Where a {@link ListenSession} connects, and who hears of its failures. */
+export interface ListenSessionOptions {
   readonly connectionString: string;
   readonly applicationName: string;
   /** Told of each failure of the session's connection, for the logs. */
   readonly onError?: (error: Error) => void;
 }
 
-/** What a user of a {@link DedicatedSession} does at each of its openings. */
+/** What a user of a {@link ListenSession} does at each of its openings. */
 export interface SessionUse {
   /** Runs on each new connection before the session hands it out; a failure fails that opening. */
   readonly setUp?: (client: pg.Client) => Promise<void>;
@@ -33,8 +33,8 @@ export interface SessionUse {
  * reopened with backoff whenever it fails. The notifications and the primary-position
  * statement of the standby reads share it (`postgresNotifications`, `positionSession`).
  */
-export class DedicatedSession {
-  readonly #options: DedicatedSessionOptions;
+export class ListenSession {
+  readonly #options: ListenSessionOptions;
   readonly #uses: SessionUse[] = [];
   #client: pg.Client | undefined;
   #connecting: Promise<void> | undefined;
@@ -42,7 +42,7 @@ export class DedicatedSession {
   #retryMs = RETRY_FIRST_MS;
   #closed = false;
 
-  constructor(options: DedicatedSessionOptions) {
+  constructor(options: ListenSessionOptions) {
     this.#options = options;
   }
 
