@@ -1,6 +1,6 @@
 /**
- * `pnpm --filter @posts/adapters-postgres schema:snapshot`: migrates a new database on the server
- * of DATABASE_URL, writes its schema to src/schema/schema.sql and drops the database.
+ * `pnpm schema:snapshot` (at the repository's root): migrates a new database on the server of
+ * DATABASE_URL, writes its schema to src/schema/schema.sql and drops the database.
  */
 import { writeFile } from "node:fs/promises";
 import { openTestDatabase, SCHEMA_SNAPSHOT_PATH, schemaSnapshot } from "../src/testing/index.js";

@@ -1,5 +1,5 @@
--- The schema every migration of src/schema/migrations/ makes, for reading; the migrations are what
--- runs. Written by `pnpm --filter @posts/adapters-postgres schema:snapshot`; a test fails when it
+-- The schema every migration of src/schema/migrations/ makes, for reading; the migrations are
+-- what runs. Written by `pnpm schema:snapshot` at the repository's root; a test fails when it
 -- and the migrations differ.
 
 CREATE EXTENSION IF NOT EXISTS pg_trgm WITH SCHEMA public;

@@ -6,8 +6,8 @@ import { promisify } from "node:util";
 export const SCHEMA_SNAPSHOT_PATH = fileURLToPath(new URL("../schema/schema.sql", import.meta.url));
 
 const HEADER =
-  "-- The schema every migration of src/schema/migrations/ makes, for reading; the migrations are what\n" +
-  "-- runs. Written by `pnpm --filter @posts/adapters-postgres schema:snapshot`; a test fails when it\n" +
+  "-- The schema every migration of src/schema/migrations/ makes, for reading; the migrations are\n" +
+  "-- what runs. Written by `pnpm schema:snapshot` at the repository's root; a test fails when it\n" +
   "-- and the migrations differ.\n";
 
 /**

@@ -7,7 +7,7 @@ import { postgres, serverUrl, useTestDatabase } from "../use-test-database.js";
 describeNeeding(postgres, "src/schema/schema.sql", () => {
   const database = useTestDatabase("postgres");
 
-  it("is the schema the migrations make (pnpm --filter @posts/adapters-postgres schema:snapshot writes it)", async () => {
+  it("is the schema the migrations make (pnpm schema:snapshot writes it)", async () => {
     expect(await schemaSnapshot(serverUrl(database()))).toBe(await readFile(SCHEMA_SNAPSHOT_PATH, "utf8"));
   });
 });
