@@ -194,6 +194,44 @@ describeNeeding(await postgresForTests(), "hostile input against the real server
     });
   });
 
+  describe("with a request framed two ways, as a proxy and the server could read it differently", () => {
+    it("refuses Content-Length with Transfer-Encoding, two Content-Lengths and an unknown Transfer-Encoding with the 400 envelope, closes, and writes nothing", async () => {
+      const before = await countPosts(database());
+      const body = JSON.stringify({ title: "smuggled", content: "smuggled" });
+      const chunked = `${Buffer.byteLength(body).toString(16)}\r\n${body}\r\n0\r\n\r\n`;
+      // What a front proxy reading the other framing would take for a second request.
+      const hidden = requestHead("DELETE", `/api/v1/posts/${postId}`, [["X-AUTH-TOKEN", writer.token]]);
+      const head = (framing: readonly (readonly [string, string])[]) =>
+        requestHead("POST", "/api/v1/posts", [
+          ["Content-Type", "application/json"],
+          ["X-AUTH-TOKEN", writer.token],
+          ...framing,
+        ]);
+      const attempts = [
+        `${head([
+          ["Content-Length", String(Buffer.byteLength(chunked))],
+          ["Transfer-Encoding", "chunked"],
+        ])}${chunked}${hidden}`,
+        `${head([
+          ["Content-Length", String(Buffer.byteLength(body))],
+          ["Content-Length", "0"],
+        ])}${body}${hidden}`,
+        `${head([["Transfer-Encoding", "xchunked"]])}${chunked}${hidden}`,
+      ];
+
+      for (const attempt of attempts) {
+        const response = await exchange(attempt);
+        expect(response.status, attempt).toBe(400);
+        expect(response.headers["content-type"]).toBe(JSON_UTF8);
+        expect(JSON.parse(response.body)).toMatchObject({ status: 400, error: "Bad Request" });
+        // Closed after the refusal: nothing after the head is read as another request.
+        expect(response.closedAfterMs, "the connection is still open").toBeDefined();
+      }
+      // The hidden DELETE did not run either: afterEach finds the post intact.
+      expect(await countPosts(database())).toBe(before);
+    });
+  });
+
   describe("with refusals made before any route runs", () => {
     it("answers 408 and 431 with the generic envelope", async () => {
       const huge = await exchange(
