@@ -9,6 +9,8 @@ export interface RawResponse {
   readonly body: string;
   /** Milliseconds from the connection to its closing by the server; undefined if still open. */
   readonly closedAfterMs: number | undefined;
+  /** Milliseconds from the connection to the first byte of the answer; undefined if none came. */
+  readonly answeredAfterMs: number | undefined;
 }
 
 /**
@@ -27,6 +29,7 @@ export function rawExchange(
     const socket: Socket = connect(port, "127.0.0.1", () => socket.write(request));
     const received: Buffer[] = [];
     let closedAfterMs: number | undefined;
+    let answeredAfterMs: number | undefined;
     let sent = 0;
     const trickler =
       options.trickle === undefined
@@ -36,7 +39,10 @@ export function rawExchange(
             if (next !== undefined && socket.writable) socket.write(next);
           }, options.everyMs ?? 100);
     const giveUp = setTimeout(() => socket.destroy(), options.giveUpMs);
-    socket.on("data", (chunk: Buffer) => received.push(chunk));
+    socket.on("data", (chunk: Buffer) => {
+      answeredAfterMs ??= performance.now() - started;
+      received.push(chunk);
+    });
     socket.on("end", () => {
       closedAfterMs = performance.now() - started;
       socket.destroy();
@@ -48,7 +54,11 @@ export function rawExchange(
     socket.on("close", () => {
       clearInterval(trickler);
       clearTimeout(giveUp);
-      resolve({ ...parseResponse(Buffer.concat(received).toString("utf8")), closedAfterMs });
+      resolve({
+        ...parseResponse(Buffer.concat(received).toString("utf8")),
+        closedAfterMs,
+        answeredAfterMs,
+      });
     });
   });
 }
@@ -71,15 +81,19 @@ function parseResponse(text: string): Pick<RawResponse, "status" | "headers" | "
   };
 }
 
-/** The head of an HTTP/1.1 request; `headers` may repeat a name, which `fetch` cannot. */
+/**
+ * The head of an HTTP/1.1 request; `headers` may repeat a name, which `fetch` cannot. It names
+ * `Host: 127.0.0.1` unless `headers` carry a `Host` of their own.
+ */
 export function requestHead(
   method: string,
   path: string,
   headers: readonly (readonly [string, string])[],
 ): string {
+  const ownHost = headers.some(([name]) => name.toLowerCase() === "host");
   const lines = [
     `${method} ${path} HTTP/1.1`,
-    "Host: 127.0.0.1",
+    ...(ownHost ? [] : ["Host: 127.0.0.1"]),
     ...headers.map(([name, value]) => `${name}: ${value}`),
   ];
   return `${lines.join("\r\n")}\r\n\r\n`;
