@@ -14,11 +14,13 @@ const EMOJI = "😀";
 /** Bodies that are not a JSON object the service can take, each as sent (docs/posts.md#title-and-content-the-rules). */
 const REFUSED_BODIES: readonly { readonly label: string; readonly body: string }[] = [
   { label: "malformed JSON", body: '{"title": "t", "content": ' },
+  { label: "20 000 brackets never closed", body: "[".repeat(20_000) },
   { label: "an empty body", body: "" },
   { label: "null", body: "null" },
   { label: "an array", body: "[]" },
   { label: "a string", body: '"x"' },
   { label: "a number", body: "42" },
+  { label: "an array nested 10 000 deep", body: `${"[".repeat(10_000)}${"]".repeat(10_000)}` },
   { label: "__proto__", body: '{"title":"t","content":"c","__proto__":{"polluted":true}}' },
   {
     label: "constructor.prototype",
@@ -147,7 +149,7 @@ export const postValidationCases: readonly ConformanceCase[] = [
   },
   {
     section,
-    name: "malformed JSON, an empty body, a non-object body, __proto__ or constructor.prototype → 400 envelope with a message and no errors, on POST and PATCH",
+    name: "malformed JSON (20 000 open brackets too), an empty body, a non-object body (an array nested 10 000 deep too), __proto__ or constructor.prototype → 400 envelope with a message and no errors, on POST and PATCH",
     async run({ api, fixture }) {
       const writer = await fixture.register("refused");
       const id = await fixture.createPost(writer, { title: "원래 제목" });
