@@ -140,6 +140,7 @@ function hostileRequestsAgainst(start: () => Promise<ListeningService>, cleanUp:
           status < 300 && request.target.startsWith("/api/v1/posts") && request.method !== "GET";
         if (acceptedWrite) await feedShowsMoreThan(before.feedEnd);
         const after = await snapshot();
+        expectExactWhereDocumented(request, status, what);
         if (status >= 400) {
           expectDocumentedRefusal(request, response, what);
           expect(after, `${what}\nchanged the state`).toEqual(before);
@@ -210,6 +211,32 @@ function expectDocumentedRefusal(request: HostileRequest, response: RawResponse,
   expect(typeof body.message === "string" || Array.isArray(body.errors), what).toBe(true);
   if (status === 405) expect(response.headers.allow, what).toBeTruthy();
   if (status === 429) expect(response.headers["retry-after"], what).toMatch(/^\d+$/);
+}
+
+/** Hosts that are not a valid `host[:port]` (docs/errors.md#every-status). */
+const INVALID_HOSTS = new Set(["127.0.0.1:99999", "[::1", "a b"]);
+
+/**
+ * Where docs/errors.md#every-status decides the answer whatever else the request holds: an
+ * invalid Host is a 400 on any path (unless Node refused the head first, 431), and a body in
+ * another charset than UTF-8 or with a Content-Encoding other than identity is never taken.
+ */
+function expectExactWhereDocumented(request: HostileRequest, status: number, what: string): void {
+  const header = (name: string) => request.headers.find(([key]) => key.toLowerCase() === name)?.[1];
+  if (INVALID_HOSTS.has(header("host") ?? "")) expect([400, 431], what).toContain(status);
+  if (request.body === undefined) return;
+  const encoding = header("content-encoding");
+  const charset = /charset=([^;]*)/i
+    .exec(header("content-type") ?? "")?.[1]
+    ?.trim()
+    .toLowerCase();
+  if ((encoding !== undefined && encoding !== "identity") || (charset !== undefined && charset !== "utf-8")) {
+    expect(
+      status,
+      `${what}
+was taken`,
+    ).toBeGreaterThanOrEqual(400);
+  }
 }
 
 function describeRequest(request: HostileRequest, response: RawResponse): string {
