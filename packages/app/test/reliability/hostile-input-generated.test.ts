@@ -20,7 +20,8 @@ import { type RawResponse, rawExchange, requestHead } from "./raw-http.js";
 
 // Small, so that bodies near and over the limit cost little to generate and send.
 const BODY_LIMIT = 64 * 1024;
-/** The bound on the first byte of every answer (docs/errors.md#every-status: no request hangs). */
+// The bound on the first byte of every answer: a refusal is decided at once, and what is accepted
+// touches a few rows.
 const ANSWER_WITHIN_MS = 1000;
 // Fixed: a failure names its seed and path, and the same run replays it.
 const SEED = 0x5eed;
