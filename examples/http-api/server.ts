@@ -19,6 +19,8 @@ const app = await buildHttpApp({
   },
   jwt,
   attemptCounter: new postgres.PostgresAttemptCounter(database.db), // login and sign-up throttles
+  loginThrottle: { max: 10, windowMs: 60_000 }, // failed logins per email per minute (5x per address)
+  timeouts: { requestMs: 30_000, connectionMs: 60_000, keepAliveMs: 72_000 },
   bodyLimit: 1024 * 1024,
   timeZone: "UTC",
   isUnavailable: postgres.isDatabaseUnavailable,

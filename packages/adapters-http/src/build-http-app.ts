@@ -3,7 +3,7 @@ import rateLimit from "@fastify/rate-limit";
 import Fastify, { type FastifyInstance, type FastifyServerOptions, LogController } from "fastify";
 import { attemptCounterStore } from "./auth/attempt-counter-store.js";
 import { authentication } from "./auth/authentication.js";
-import { DEFAULT_LOGIN_THROTTLE, failureThrottles } from "./auth/failure-throttle.js";
+import { failureThrottles } from "./auth/failure-throttle.js";
 import { assertSecretLength } from "./auth/jwt-secret.js";
 import { routeGuards } from "./auth/route-guards.js";
 import { clientErrorHandler } from "./errors/client-error-handler.js";
@@ -58,8 +58,8 @@ export async function buildHttpApp(options: HttpAppOptions): Promise<FastifyInst
   const buildEnvelope = envelopeBuilder(() => options.deps.clock.now(), format);
   const sendEnvelope = envelopeSender(buildEnvelope);
   const handleError = errorHandler({ sendEnvelope, isUnavailable: options.isUnavailable, retryAfterSeconds });
-  const timeouts = options.timeouts ?? {};
-  const requestTimeout = timeouts.requestMs ?? 30_000;
+  const { timeouts } = options;
+  const requestTimeout = timeouts.requestMs;
 
   const app = Fastify({
     ...loggerOptions(options.logger),
@@ -81,8 +81,8 @@ export async function buildHttpApp(options: HttpAppOptions): Promise<FastifyInst
       requestTimeout,
       headersTimeout: Math.min(60_000, requestTimeout),
     },
-    connectionTimeout: timeouts.connectionMs ?? 60_000,
-    keepAliveTimeout: timeouts.keepAliveMs ?? 72_000,
+    connectionTimeout: timeouts.connectionMs,
+    keepAliveTimeout: timeouts.keepAliveMs,
     // gracefulClose answers instead, with the contract's envelope.
     return503OnClosing: false,
     routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
@@ -168,7 +168,7 @@ export async function buildHttpApp(options: HttpAppOptions): Promise<FastifyInst
   await app.register(postRoutes, context);
   await app.register(userRoutes, {
     ...context,
-    throttles: failureThrottles(app, options.loginThrottle ?? DEFAULT_LOGIN_THROTTLE),
+    throttles: failureThrottles(app, options.loginThrottle),
   });
 
   await app.ready();

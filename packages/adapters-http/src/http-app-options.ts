@@ -3,22 +3,25 @@ import type { FastifyServerOptions } from "fastify";
 import type { ThrottleSettings } from "./auth/failure-throttle.js";
 import type { StreamCapSettings } from "./events/stream-caps.js";
 
-/** Socket timeouts, in milliseconds. */
+/**
+ * Socket timeouts, in milliseconds. The three bounds are required: the service reads them from
+ * its settings, and an embedding server chooses its own.
+ */
 export interface HttpTimeouts {
-  /** Longest a whole request, body included, may take to arrive (slowloris). Default 30 000. */
-  readonly requestMs?: number;
-  /** Longest a socket may stay idle, headers and responses included. Default 60 000. */
-  readonly connectionMs?: number;
+  /** Longest a whole request, body included, may take to arrive (slowloris). */
+  readonly requestMs: number;
+  /** Longest a socket may stay idle, headers and responses included. */
+  readonly connectionMs: number;
   /**
    * How often Node checks connections against `requestMs` (its default, 30 s, would let a
    * slow request live almost twice as long). Default a quarter of `requestMs`, from 250 ms to 5 s.
    */
   readonly checkIntervalMs?: number;
   /**
-   * How long an idle keep-alive connection stays open. Default 72 000: longer than the 60 s
-   * idle timeout of common load balancers, so they, not we, close it (no reset races).
+   * How long an idle keep-alive connection stays open; keep it above the idle timeout of a load
+   * balancer in front (often 60 s), so that the balancer, not this server, closes it (no reset races).
    */
-  readonly keepAliveMs?: number;
+  readonly keepAliveMs: number;
 }
 
 // The statistics below are the slices of adapters-postgres's own (`StandbyReadStats`,
@@ -118,12 +121,11 @@ export interface HttpAppOptions {
   /** Origins allowed to call the API from a browser. Default none: no CORS headers at all. */
   readonly corsOrigins?: readonly string[];
   /**
-   * Failed-login throttle; failures past it are answered 429 with Retry-After.
-   * Default 10 failures per email and 50 per client address per minute
+   * Failed-login throttle; failures past it are answered 429 with Retry-After
    * (`maxPerAddress` defaults to `5 * max`); registrations refused as duplicates (409) count
    * per address too, with the same per-address limit.
    */
-  readonly loginThrottle?: ThrottleSettings;
+  readonly loginThrottle: ThrottleSettings;
   /**
    * Where the throttles count failures. Give every instance of the service the same one (the
    * database's), so that N instances allow no more attempts than one and a restart forgets none;
@@ -146,8 +148,8 @@ export interface HttpAppOptions {
    * serves the `post_cache_*` metrics. Absent: every answer is serialized afresh.
    */
   readonly postCache?: PostCacheAccess;
-  /** Socket timeouts; see {@link HttpTimeouts} for the defaults. */
-  readonly timeouts?: HttpTimeouts;
+  /** Socket timeouts; see {@link HttpTimeouts}. */
+  readonly timeouts: HttpTimeouts;
   /** Retry-After, in seconds, of 503 answers. Default 5. */
   readonly retryAfterSeconds?: number;
   /**

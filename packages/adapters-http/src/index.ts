@@ -1,5 +1,5 @@
 export { type Argon2Options, Argon2PasswordHasher } from "./auth/argon2-password-hasher.js";
-export { DEFAULT_LOGIN_THROTTLE, type ThrottleSettings } from "./auth/failure-throttle.js";
+export type { ThrottleSettings } from "./auth/failure-throttle.js";
 export { MIN_SECRET_BYTES } from "./auth/jwt-secret.js";
 export { JwtTokenIssuer, type JwtTokenIssuerOptions } from "./auth/jwt-token-issuer.js";
 export { buildHttpApp } from "./build-http-app.js";

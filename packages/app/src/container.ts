@@ -1,7 +1,8 @@
 // tsyringe reads the Reflect metadata API when it loads, decorators or not.
 import "reflect-metadata";
+import type { AddressInfo } from "node:net";
 import type { HttpAppOptions } from "@posts/adapters-http";
-import { DEFAULT_LOGIN_THROTTLE, JwtTokenIssuer } from "@posts/adapters-http";
+import { buildHttpApp, buildMetricsApp, cloudEventRenderer, JwtTokenIssuer } from "@posts/adapters-http";
 import type { DatabaseHandle, PostCacheView } from "@posts/adapters-postgres";
 import {
   isDatabaseUnavailable,
@@ -23,33 +24,43 @@ import type {
 } from "@posts/domain";
 import { systemClock } from "@posts/domain";
 import type { Logger } from "pino";
-import type { DependencyContainer, InjectionToken } from "tsyringe";
-import { instanceCachingFactory, container as rootContainer } from "tsyringe";
+import type { DependencyContainer, FactoryFunction, InjectionToken } from "tsyringe";
+import { instancePerContainerCachingFactory, container as rootContainer } from "tsyringe";
 import type { AppConfig } from "./config.js";
-import type { ExpirySweep } from "./expiry-sweeper.js";
+import { relayEventLogOf } from "./event-relay/relay-event-log.js";
+import { type RunningEventRelay, startEventRelay } from "./event-relay/start-event-relay.js";
+import { type ExpirySweep, type ExpirySweeper, startExpirySweeper } from "./expiry-sweeper.js";
 
-/**
- * What the start-up sequence has opened before the graph is wired. Opening them is
- * asynchronous and ordered (the database must answer before anything else is built), which
- * tsyringe's synchronous factories cannot express, so they come in as values.
- */
-export interface ContainerSeeds {
-  readonly config: AppConfig;
-  readonly logger: Logger;
-  readonly database: DatabaseHandle;
-  /** The HS256 key, from JWT_SECRET or the generated key file. */
-  readonly jwtSecret: string;
-  readonly passwordHasher: PasswordHasher;
+/** The HTTP app `buildHttpApp` answers. */
+export type HttpApp = Awaited<ReturnType<typeof buildHttpApp>>;
+
+/** Something start-up opened that shutdown must close. */
+export interface ServiceResource {
+  /** What it is, for the log line when closing it fails. */
+  readonly name: string;
+  close(): Promise<void>;
 }
 
-/** The composition root's tokens; symbols, so that no class needs a decorator. */
+/** A piece of the running service that starts once the graph is resolved, and stops at shutdown. */
+export interface ServicePart extends ServiceResource {
+  start(): Promise<void>;
+}
+
+/**
+ * The composition root's tokens, each typed with what it resolves to; symbols, so that no class
+ * needs a decorator. `config` and `logger` are given to {@link createContainer}; `jwtSecret`,
+ * `database` and `passwordHasher` are opened asynchronously before anything resolves
+ * (`openResources`), or registered by a test; every other token is a factory over these.
+ */
 export const TOKENS = {
   config: Symbol("AppConfig") as InjectionToken<AppConfig>,
   logger: Symbol("Logger") as InjectionToken<Logger>,
-  database: Symbol("DatabaseHandle") as InjectionToken<DatabaseHandle>,
+  /** The HS256 key, from JWT_SECRET or the generated key file. */
   jwtSecret: Symbol("JwtSecret") as InjectionToken<string>,
-  clock: Symbol("Clock") as InjectionToken<Clock>,
+  /** The database, answering and migrated. */
+  database: Symbol("DatabaseHandle") as InjectionToken<DatabaseHandle>,
   passwordHasher: Symbol("PasswordHasher") as InjectionToken<PasswordHasher>,
+  clock: Symbol("Clock") as InjectionToken<Clock>,
   tokenIssuer: Symbol("TokenIssuer") as InjectionToken<TokenIssuer>,
   /** The posts kept in memory, or `undefined` with POST_CACHE_MAX_BYTES=0. */
   postCache: Symbol("PostCache") as InjectionToken<PostCache | undefined>,
@@ -58,174 +69,264 @@ export const TOKENS = {
   attemptCounter: Symbol("AttemptCounter") as InjectionToken<AttemptCounter>,
   /**
    * Every change of a post, numbered for the whole service (docs/change-events.md#the-events).
-   * Started by `serve` before the server listens (it listens for notifications and runs the
-   * sequencer), closed after.
+   * Started before the server listens (it listens for notifications and runs the sequencer),
+   * closed after it.
    */
   changeEvents: Symbol("ChangeEventLog") as InjectionToken<PostgresChangeEventLog>,
   /**
    * On a PostgreSQL server, merges the trigram indexes' pending lists soon after this process
    * wrote posts, so that no request's statement merges them (absent on PGlite, whose one
-   * connection would only queue the merge behind the requests). Closed by `serve` before the
-   * database.
+   * connection would only queue the merge behind the requests). Closed before the database.
    */
   pendingLists: Symbol("TrigramPendingListCleaner") as InjectionToken<TrigramPendingListCleaner | undefined>,
-  /** Every table of rows that expire, swept by the `ExpirySweeper`. */
+  /** Every table of rows that expire, swept by the expiry sweeper. */
   expirySweeps: Symbol("ExpirySweeps") as InjectionToken<readonly ExpirySweep[]>,
+  /** The ports the use cases run on. */
   dependencies: Symbol("Dependencies") as InjectionToken<Dependencies>,
   httpAppOptions: Symbol("HttpAppOptions") as InjectionToken<HttpAppOptions>,
+  /** The HTTP app, built (asynchronously) once per container, not listening. */
+  httpApp: Symbol("HttpApp") as InjectionToken<Promise<HttpApp>>,
+  /** With NATS_URL, the relay of the change events to JetStream; `undefined` without. */
+  eventRelay: Symbol("EventRelay") as InjectionToken<ServicePart | undefined>,
+  /**
+   * With METRICS_PORT (and METRICS on), GET /metrics on a listener of its own; `undefined`
+   * without. Started once the API listens, closed before the API's server.
+   */
+  metricsListener: Symbol("MetricsListener") as InjectionToken<ServicePart | undefined>,
+  /** Deletes expired rows every minute while the service runs. */
+  expirySweeper: Symbol("ExpirySweeper") as InjectionToken<ServicePart>,
+  /** What `serve` starts, in this order, before listening, and closes in the reverse order. */
+  lifecycle: Symbol("Lifecycle") as InjectionToken<readonly ServicePart[]>,
 } as const;
 
 /**
- * Wires every adapter to its port in a fresh child container. Each factory caches its
- * instance, so the graph is built once, when `TOKENS.httpAppOptions` is resolved at start-up;
- * nothing is resolved per request.
+ * Registers the whole object graph in a fresh child container of tsyringe's root, over `config`
+ * and `logger`; `TOKENS.jwtSecret`, `TOKENS.database` and `TOKENS.passwordHasher` are registered
+ * once opened (`openResources`). Each factory builds its instance once per container
+ * (`instancePerContainerCachingFactory`): a child container that replaces one registration (a
+ * clock, a repository, a hasher) resolves every component that depends on it afresh, over its
+ * replacement, while its parent keeps its own. Nothing is resolved per request.
  */
-export function createContainer(seeds: ContainerSeeds): DependencyContainer {
+export function createContainer(config: AppConfig, logger: Logger): DependencyContainer {
   const container = rootContainer.createChildContainer();
-  container.register(TOKENS.config, { useValue: seeds.config });
-  container.register(TOKENS.logger, { useValue: seeds.logger });
-  container.register(TOKENS.database, { useValue: seeds.database });
-  container.register(TOKENS.jwtSecret, { useValue: seeds.jwtSecret });
-  container.register(TOKENS.passwordHasher, { useValue: seeds.passwordHasher });
+  container.register(TOKENS.config, { useValue: config });
+  container.register(TOKENS.logger, { useValue: logger });
   container.register(TOKENS.clock, { useValue: systemClock });
 
   // Made here and handed to both its users: the repository, which reads and fills it, and the
   // HTTP app, which keeps JSON beside the posts it holds and reports its counts.
-  container.register(TOKENS.postCache, {
-    useFactory: instanceCachingFactory((c) => {
-      const { maxBytes, maxPostBytes } = c.resolve(TOKENS.config).postCache;
-      return maxBytes === 0 ? undefined : new PostCache({ maxBytes, maxPostBytes });
-    }),
+  factory(container, TOKENS.postCache, (c) => {
+    const { POST_CACHE_MAX_BYTES: maxBytes, POST_CACHE_MAX_POST_BYTES: maxPostBytes } = c.resolve(
+      TOKENS.config,
+    );
+    return maxBytes === 0 ? undefined : new PostCache({ maxBytes, maxPostBytes });
   });
-  container.register(TOKENS.postRepository, {
-    useFactory: instanceCachingFactory((c) => {
-      const cache = c.resolve(TOKENS.postCache);
-      // With standbys, the reads one may answer go through the database's standby reads.
-      const { db, readStatements } = c.resolve(TOKENS.database);
-      // A change's event is numbered as soon as the change committed (see PostgresChangeEventLog).
-      const events = c.resolve(TOKENS.changeEvents);
-      const pendingLists = c.resolve(TOKENS.pendingLists);
-      return new PostgresPostRepository(db, {
-        ...(cache === undefined ? {} : { cache }),
-        ...(readStatements === undefined ? {} : { readStatements }),
-        onChange: () => {
-          events.wake();
-          pendingLists?.wake();
-        },
-      });
-    }),
+  factory(container, TOKENS.postRepository, (c) => {
+    const cache = c.resolve(TOKENS.postCache);
+    // With standbys, the reads one may answer go through the database's standby reads.
+    const { db, readStatements } = c.resolve(TOKENS.database);
+    // A change's event is numbered as soon as the change committed (see PostgresChangeEventLog).
+    const events = c.resolve(TOKENS.changeEvents);
+    const pendingLists = c.resolve(TOKENS.pendingLists);
+    return new PostgresPostRepository(db, {
+      ...(cache === undefined ? {} : { cache }),
+      ...(readStatements === undefined ? {} : { readStatements }),
+      onChange: () => {
+        events.wake();
+        pendingLists?.wake();
+      },
+    });
   });
-  container.register(TOKENS.userRepository, {
-    useFactory: instanceCachingFactory((c) => {
-      const { db, readStatements } = c.resolve(TOKENS.database);
-      const events = c.resolve(TOKENS.changeEvents);
-      return new PostgresUserRepository(db, {
-        ...(readStatements === undefined ? {} : { readStatements }),
-        onChange: () => events.wake(),
-      });
-    }),
+  factory(container, TOKENS.userRepository, (c) => {
+    const { db, readStatements } = c.resolve(TOKENS.database);
+    const events = c.resolve(TOKENS.changeEvents);
+    return new PostgresUserRepository(db, {
+      ...(readStatements === undefined ? {} : { readStatements }),
+      onChange: () => events.wake(),
+    });
   });
   // In the database, whatever its engine: every instance counts the same attempts.
-  container.register(TOKENS.attemptCounter, {
-    useFactory: instanceCachingFactory((c) => new PostgresAttemptCounter(c.resolve(TOKENS.database).db)),
+  factory(container, TOKENS.attemptCounter, (c) => new PostgresAttemptCounter(c.resolve(TOKENS.database).db));
+  factory(container, TOKENS.changeEvents, (c) => {
+    const database = c.resolve(TOKENS.database);
+    const logger = c.resolve(TOKENS.logger);
+    return new PostgresChangeEventLog(database.db, {
+      ...(database.notifications === undefined ? {} : { notifications: database.notifications }),
+      onError: (error) => logger.error({ err: error }, "numbering change events failed; retrying"),
+    });
   });
-  container.register(TOKENS.changeEvents, {
-    useFactory: instanceCachingFactory((c) => {
-      const database = c.resolve(TOKENS.database);
-      const logger = c.resolve(TOKENS.logger);
-      return new PostgresChangeEventLog(database.db, {
-        ...(database.notifications === undefined ? {} : { notifications: database.notifications }),
-        onError: (error) => logger.error({ err: error }, "numbering change events failed; retrying"),
-      });
-    }),
+  factory(container, TOKENS.pendingLists, (c) => {
+    const database = c.resolve(TOKENS.database);
+    if (database.engine !== "postgres") return undefined;
+    const logger = c.resolve(TOKENS.logger);
+    return new TrigramPendingListCleaner(database.db, {
+      onError: (error) =>
+        logger.warn(
+          { err: error },
+          "merging the trigram indexes' pending lists failed; writes will merge them",
+        ),
+    });
   });
-  container.register(TOKENS.pendingLists, {
-    useFactory: instanceCachingFactory((c) => {
-      const database = c.resolve(TOKENS.database);
-      if (database.engine !== "postgres") return undefined;
-      const logger = c.resolve(TOKENS.logger);
-      return new TrigramPendingListCleaner(database.db, {
-        onError: (error) =>
-          logger.warn(
-            { err: error },
-            "merging the trigram indexes' pending lists failed; writes will merge them",
-          ),
-      });
-    }),
+  factory(container, TOKENS.expirySweeps, (c) => {
+    const attempts = c.resolve(TOKENS.attemptCounter);
+    const posts = c.resolve(TOKENS.postRepository);
+    const events = c.resolve(TOKENS.changeEvents);
+    const { EVENTS_RETENTION_MS: retentionMs } = c.resolve(TOKENS.config);
+    return [
+      { name: "attempt counts", deleteExpired: (now) => attempts.deleteExpired(now) },
+      { name: "idempotency keys", deleteExpired: (now) => posts.deleteExpiredIdempotencyKeys(now) },
+      {
+        name: "change events",
+        deleteExpired: (now) => events.deleteNumberedBefore(new Date(now.getTime() - retentionMs)),
+      },
+    ];
   });
-  container.register(TOKENS.expirySweeps, {
-    useFactory: instanceCachingFactory<readonly ExpirySweep[]>((c) => {
-      const attempts = c.resolve(TOKENS.attemptCounter);
-      const posts = c.resolve(TOKENS.postRepository);
-      const events = c.resolve(TOKENS.changeEvents);
-      const { eventsRetentionMs } = c.resolve(TOKENS.config);
-      return [
-        { name: "attempt counts", deleteExpired: (now) => attempts.deleteExpired(now) },
-        { name: "idempotency keys", deleteExpired: (now) => posts.deleteExpiredIdempotencyKeys(now) },
-        {
-          name: "change events",
-          deleteExpired: (now) => events.deleteNumberedBefore(new Date(now.getTime() - eventsRetentionMs)),
-        },
-      ];
-    }),
+  factory(container, TOKENS.tokenIssuer, (c) => {
+    const config = c.resolve(TOKENS.config);
+    return new JwtTokenIssuer({
+      secret: c.resolve(TOKENS.jwtSecret),
+      issuer: config.JWT_ISSUER,
+      ttlMs: config.JWT_TTL_MS,
+    });
   });
-  container.register(TOKENS.tokenIssuer, {
-    useFactory: instanceCachingFactory((c) => {
-      const { jwt } = c.resolve(TOKENS.config);
-      return new JwtTokenIssuer({
+  factory(container, TOKENS.dependencies, (c) => ({
+    posts: c.resolve(TOKENS.postRepository),
+    users: c.resolve(TOKENS.userRepository),
+    clock: c.resolve(TOKENS.clock),
+    hasher: c.resolve(TOKENS.passwordHasher),
+    tokens: c.resolve(TOKENS.tokenIssuer),
+    idempotencyTtlMs: c.resolve(TOKENS.config).IDEMPOTENCY_TTL_MS,
+  }));
+  factory(container, TOKENS.httpAppOptions, (c) => {
+    const config = c.resolve(TOKENS.config);
+    const database = c.resolve(TOKENS.database);
+    // The HTTP app sees only what the cache holds and its counts.
+    const postCache: PostCacheView | undefined = c.resolve(TOKENS.postCache);
+    return {
+      deps: c.resolve(TOKENS.dependencies),
+      jwt: {
         secret: c.resolve(TOKENS.jwtSecret),
-        issuer: jwt.issuer,
-        ttlMs: jwt.ttlMs,
-      });
-    }),
+        previousSecrets: config.JWT_PREVIOUS_SECRETS,
+        issuer: config.JWT_ISSUER,
+      },
+      bodyLimit: config.BODY_LIMIT,
+      timeZone: config.APP_TIME_ZONE,
+      isUnavailable: isDatabaseUnavailable,
+      checkReady: async () => {
+        await database.db.selectNoFrom((eb) => eb.lit(1).as("ready")).execute();
+      },
+      logger: c.resolve(TOKENS.logger),
+      // A list of addresses is handed on as Fastify takes it, one comma-separated string.
+      trustProxy: Array.isArray(config.TRUST_PROXY) ? config.TRUST_PROXY.join(",") : config.TRUST_PROXY,
+      corsOrigins: config.CORS_ORIGINS,
+      loginThrottle: { max: config.LOGIN_THROTTLE_MAX, windowMs: config.LOGIN_THROTTLE_WINDOW_MS },
+      attemptCounter: c.resolve(TOKENS.attemptCounter),
+      // With METRICS_PORT, requests are counted here and /metrics is served by TOKENS.metricsListener.
+      metrics:
+        config.METRICS && config.METRICS_PORT !== undefined ? ("own-listener" as const) : config.METRICS,
+      poolStats: database.poolStats,
+      ...(database.standbyStats === undefined ? {} : { standbyStats: database.standbyStats }),
+      ...(postCache === undefined ? {} : { postCache }),
+      changeEvents: c.resolve(TOKENS.changeEvents),
+      eventStreamCaps: {
+        maxStreams: config.FEED_MAX_STREAMS,
+        maxStreamsPerAddress: config.FEED_MAX_STREAMS_PER_ADDRESS,
+      },
+      timeouts: {
+        requestMs: config.HTTP_REQUEST_TIMEOUT_MS,
+        connectionMs: config.HTTP_CONNECTION_TIMEOUT_MS,
+        keepAliveMs: config.HTTP_KEEP_ALIVE_TIMEOUT_MS,
+      },
+    };
   });
-  container.register(TOKENS.dependencies, {
-    useFactory: instanceCachingFactory<Dependencies>((c) => ({
-      posts: c.resolve(TOKENS.postRepository),
-      users: c.resolve(TOKENS.userRepository),
-      clock: c.resolve(TOKENS.clock),
-      hasher: c.resolve(TOKENS.passwordHasher),
-      tokens: c.resolve(TOKENS.tokenIssuer),
-      idempotencyTtlMs: c.resolve(TOKENS.config).idempotencyTtlMs,
-    })),
+  factory(container, TOKENS.httpApp, (c) => buildHttpApp(c.resolve(TOKENS.httpAppOptions)));
+  factory(container, TOKENS.eventRelay, (c) => {
+    const config = c.resolve(TOKENS.config);
+    if (config.NATS_URL === undefined) return undefined;
+    let relay: RunningEventRelay | undefined;
+    return {
+      name: "event relay",
+      start: async () => {
+        // The same CloudEvents as the feed's, so that the stream carries the feed's bytes.
+        const render = cloudEventRenderer(config.APP_TIME_ZONE);
+        const events = relayEventLogOf(c.resolve(TOKENS.changeEvents), (event) => ({
+          number: event.number,
+          type: event.type,
+          body: render(event),
+        }));
+        relay = startEventRelay(config, events, c.resolve(TOKENS.logger));
+      },
+      close: async () => relay?.stop(),
+    };
   });
-  container.register(TOKENS.httpAppOptions, {
-    useFactory: instanceCachingFactory<HttpAppOptions>((c) => {
-      const config = c.resolve(TOKENS.config);
-      const database = c.resolve(TOKENS.database);
-      // The HTTP app sees only what the cache holds and its counts.
-      const postCache: PostCacheView | undefined = c.resolve(TOKENS.postCache);
-      return {
-        deps: c.resolve(TOKENS.dependencies),
-        jwt: {
-          secret: c.resolve(TOKENS.jwtSecret),
-          previousSecrets: config.jwt.previousSecrets,
-          issuer: config.jwt.issuer,
+  factory(container, TOKENS.metricsListener, (c) => {
+    const config = c.resolve(TOKENS.config);
+    const port = config.METRICS_PORT;
+    if (!config.METRICS || port === undefined) return undefined;
+    let metricsApp: HttpApp | undefined;
+    return {
+      name: "metrics listener",
+      start: async () => {
+        metricsApp = await buildMetricsApp(await c.resolve(TOKENS.httpApp));
+        await metricsApp.listen({ port, host: config.HOST });
+        const { address, port: listening } = metricsApp.server.address() as AddressInfo;
+        c.resolve(TOKENS.logger).info(
+          { address, port: listening },
+          `metrics served on ${address}:${listening}`,
+        );
+      },
+      close: async () => metricsApp?.close(),
+    };
+  });
+  factory(container, TOKENS.expirySweeper, (c) => {
+    let sweeper: ExpirySweeper | undefined;
+    return {
+      name: "expiry sweeper",
+      start: async () => {
+        sweeper = startExpirySweeper({
+          sweeps: c.resolve(TOKENS.expirySweeps),
+          clock: c.resolve(TOKENS.clock),
+          logger: c.resolve(TOKENS.logger),
+        });
+      },
+      close: async () => sweeper?.stop(),
+    };
+  });
+  factory(container, TOKENS.lifecycle, (c) => {
+    const changeEvents = c.resolve(TOKENS.changeEvents);
+    const pendingLists = c.resolve(TOKENS.pendingLists);
+    const relay = c.resolve(TOKENS.eventRelay);
+    return [
+      // Closed after the HTTP server, whose open event streams read it until then.
+      { name: "change event log", start: () => changeEvents.start(), close: () => changeEvents.close() },
+      ...(pendingLists === undefined
+        ? []
+        : [
+            { name: "trigram pending-list merges", start: async () => {}, close: () => pendingLists.close() },
+          ]),
+      // Closed before the log it reads.
+      ...(relay === undefined ? [] : [relay]),
+      // Fastify's close stops the listener, ends idle keep-alive connections, answers 503 to new
+      // requests on busy ones, and resolves once the requests in flight have been answered.
+      {
+        name: "HTTP server",
+        start: async () => {
+          await c.resolve(TOKENS.httpApp);
         },
-        bodyLimit: config.bodyLimit,
-        timeZone: config.timeZone,
-        isUnavailable: isDatabaseUnavailable,
-        checkReady: async () => {
-          await database.db.selectNoFrom((eb) => eb.lit(1).as("ready")).execute();
-        },
-        logger: c.resolve(TOKENS.logger),
-        trustProxy: config.trustProxy,
-        corsOrigins: config.corsOrigins,
-        loginThrottle: { ...DEFAULT_LOGIN_THROTTLE, ...config.loginThrottle },
-        attemptCounter: c.resolve(TOKENS.attemptCounter),
-        metrics: config.metrics && config.metricsPort !== undefined ? "own-listener" : config.metrics,
-        poolStats: database.poolStats,
-        ...(database.standbyStats === undefined ? {} : { standbyStats: database.standbyStats }),
-        ...(postCache === undefined ? {} : { postCache }),
-        changeEvents: c.resolve(TOKENS.changeEvents),
-        eventStreamCaps: config.feedStreams,
-        timeouts: {
-          requestMs: config.http.requestTimeoutMs,
-          connectionMs: config.http.connectionTimeoutMs,
-          keepAliveMs: config.http.keepAliveTimeoutMs,
-        },
-      };
-    }),
+        close: async () => (await c.resolve(TOKENS.httpApp)).close(),
+      },
+      // Closed first: its runs use the database the others close after it.
+      c.resolve(TOKENS.expirySweeper),
+    ];
   });
   return container;
+}
+
+/** Registers `make` under `token`, building its instance once per container that resolves it. */
+function factory<T>(
+  container: DependencyContainer,
+  token: InjectionToken<T>,
+  make: FactoryFunction<T>,
+): void {
+  container.register(token, { useFactory: instancePerContainerCachingFactory(make) });
 }

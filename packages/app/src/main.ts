@@ -39,7 +39,7 @@ async function main(args: readonly string[]): Promise<void> {
     return;
   }
   const config = loaded.value;
-  const logger = createLogger(config.logLevel);
+  const logger = createLogger(config.LOG_LEVEL);
   // Loaded only now, so that help and configuration errors answer without loading the
   // database drivers and the web stack.
   if (command === "migrate") {

@@ -12,10 +12,10 @@ import { prepareDatabase } from "./prepare-database.js";
 export async function migrate(config: AppConfig, logger: Logger): Promise<number> {
   let database: Awaited<ReturnType<typeof openDatabase>> | undefined;
   try {
-    database = await openDatabase(config.database, logger);
+    database = await openDatabase(config, logger);
     const summary = await prepareDatabase(database, {
       migrate: true,
-      timeoutMs: config.startupTimeoutMs,
+      timeoutMs: config.DB_STARTUP_TIMEOUT_MS,
       logger,
     });
     const applied = summary?.applied ?? [];

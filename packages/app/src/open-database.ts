@@ -1,26 +1,31 @@
+import { join } from "node:path";
 import type { DatabaseHandle } from "@posts/adapters-postgres";
 import { createPgliteDatabase, createPostgresDatabase } from "@posts/adapters-postgres";
 import type { Logger } from "pino";
-import type { DatabaseConfig } from "./config.js";
+import { type AppConfig, EMBEDDED_DATABASE_DIRECTORY } from "./config.js";
 
 /**
- * Opens the configured database without waiting for it to answer: a `pg` pool connects on
- * first use, PGlite opens (and on first use initializes) its directory. Does not migrate.
+ * Opens the configured database without waiting for it to answer: with `DATABASE_URL`, a `pg`
+ * pool that connects on first use; without it, PGlite in `DATA_DIR/pglite`, which opens (and on
+ * first use initializes) its directory. Does not migrate.
  */
-export async function openDatabase(config: DatabaseConfig, logger: Logger): Promise<DatabaseHandle> {
-  if (config.kind === "embedded") {
-    logger.info({ directory: config.directory }, "opening the embedded database (PGlite)");
-    return createPgliteDatabase({ dataDir: config.directory });
+export async function openDatabase(config: AppConfig, logger: Logger): Promise<DatabaseHandle> {
+  if (config.DATABASE_URL === undefined) {
+    const directory = join(config.DATA_DIR, EMBEDDED_DATABASE_DIRECTORY);
+    logger.info({ directory }, "opening the embedded database (PGlite)");
+    return createPgliteDatabase({ dataDir: directory });
   }
   return createPostgresDatabase({
-    connectionString: config.url,
-    listenConnectionString: config.listenUrl,
-    poolSize: config.poolSize,
-    connectionTimeoutMillis: config.connectTimeoutMs,
-    statementTimeoutMillis: config.statementTimeoutMs,
-    namedStatements: config.namedStatements,
-    readConnectionStrings: config.readUrls,
-    readMaxWaitMillis: config.readMaxWaitMs,
+    connectionString: config.DATABASE_URL,
+    ...(config.DATABASE_LISTEN_URL === undefined
+      ? {}
+      : { listenConnectionString: config.DATABASE_LISTEN_URL }),
+    poolSize: config.DB_POOL_SIZE,
+    connectionTimeoutMillis: config.DB_CONNECT_TIMEOUT_MS,
+    statementTimeoutMillis: config.DB_STATEMENT_TIMEOUT_MS,
+    namedStatements: config.DB_NAMED_STATEMENTS,
+    readConnectionStrings: config.DATABASE_READ_URLS,
+    readMaxWaitMillis: config.READ_REPLICA_MAX_WAIT_MS,
     // The pool drops such a connection by itself; this only makes a server restart visible.
     onIdleClientError: (error) =>
       logger.warn({ err: error }, "a database connection failed; the pool replaces it"),

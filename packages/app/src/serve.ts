@@ -1,27 +1,10 @@
 import type { AddressInfo } from "node:net";
-import {
-  Argon2PasswordHasher,
-  buildHttpApp,
-  buildMetricsApp,
-  cloudEventRenderer,
-} from "@posts/adapters-http";
 import closeWithGrace from "close-with-grace";
 import type { Logger } from "pino";
 import { boundHeapGrowth, CACHED_HEAP_GROWTH_PERCENT } from "./bound-heap-growth.js";
 import type { AppConfig } from "./config.js";
-import { createContainer, TOKENS } from "./container.js";
-import { relayEventLogOf } from "./event-relay/relay-event-log.js";
-import { startEventRelay } from "./event-relay/start-event-relay.js";
-import { startExpirySweeper } from "./expiry-sweeper.js";
-import { loadOrCreateJwtSecret } from "./load-or-create-jwt-secret.js";
-import { openDatabase } from "./open-database.js";
-import { prepareDatabase } from "./prepare-database.js";
-
-/** Something opened during start-up that shutdown must close, newest first. */
-interface Resource {
-  readonly name: string;
-  close(): Promise<void>;
-}
+import { createContainer, type ServiceResource, TOKENS } from "./container.js";
+import { openResources } from "./open-resources.js";
 
 /** What `main` may have started before the service, for `serve` to stop with it. */
 export interface ServeExtras {
@@ -30,12 +13,13 @@ export interface ServeExtras {
 }
 
 /**
- * Runs the service until a signal stops it. Nothing listens before the database has answered
- * and the migrations have run: start-up opens the database, waits for it (bounded by
- * DB_STARTUP_TIMEOUT_MS), migrates it unless MIGRATE_ON_START=false, builds the graph and the
- * HTTP app, starts the change event log (its sequencer and notifications), starts the sweep of
- * expired rows (every minute), and only then listens. A start-up
- * failure is logged and exits 1, never leaving a half-started server.
+ * Runs the service until a signal stops it, every component resolved from the composition root
+ * (`createContainer`). Nothing listens before the database has answered and the migrations have
+ * run: start-up opens what the graph stands on (`openResources`: the JWT key, the database,
+ * waited for up to DB_STARTUP_TIMEOUT_MS and migrated unless MIGRATE_ON_START=false, argon2),
+ * starts the parts of `TOKENS.lifecycle` in their order (the change event log, the trigram
+ * merges, the event relay, the HTTP app, the sweep of expired rows), and only then listens. A
+ * start-up failure is logged and exits 1, never leaving a half-started server.
  *
  * SIGTERM or SIGINT (close-with-grace) stops accepting connections, lets the requests in
  * flight finish (Fastify's close), closes the database and exits 0; past GRACE_PERIOD_MS, or on
@@ -43,7 +27,8 @@ export interface ServeExtras {
  * and closes the service the same way, exiting 1.
  */
 export async function serve(config: AppConfig, logger: Logger, extras: ServeExtras = {}): Promise<void> {
-  const resources: Resource[] = [];
+  // What start-up opened, closed newest first.
+  const resources: ServiceResource[] = [];
   // First in, so closed last: the spans of the last requests are exported before the exit.
   const { tracing } = extras;
   if (tracing !== undefined) {
@@ -62,7 +47,7 @@ export async function serve(config: AppConfig, logger: Logger, extras: ServeExtr
     }
   };
 
-  const grace = closeWithGrace({ delay: config.gracePeriodMs, logger }, async ({ signal, err }) => {
+  const grace = closeWithGrace({ delay: config.GRACE_PERIOD_MS, logger }, async ({ signal, err }) => {
     if (err !== undefined) logger.fatal({ err }, "unexpected error; shutting down");
     else logger.info({ signal }, "shutting down: no new connections, finishing the requests in flight");
     startup.abort(new Error("shutdown requested during start-up"));
@@ -83,92 +68,27 @@ export async function serve(config: AppConfig, logger: Logger, extras: ServeExtr
   }
 }
 
-async function start(config: AppConfig, logger: Logger, resources: Resource[], signal: AbortSignal) {
-  if (config.postCache.maxBytes > 0) boundHeapGrowth(CACHED_HEAP_GROWTH_PERCENT);
-  const jwtSecret = await resolveJwtSecret(config, logger);
-
-  const database = await openDatabase(config.database, logger);
-  resources.push({ name: "database", close: () => database.close() });
-  const migrated = await prepareDatabase(database, {
-    migrate: config.migrateOnStart,
-    timeoutMs: config.startupTimeoutMs,
-    logger,
-    signal,
-  });
-  if (migrated !== undefined) logMigrations(logger, migrated.applied);
-
-  const passwordHasher = await Argon2PasswordHasher.create();
-  const container = createContainer({ config, logger, database, jwtSecret, passwordHasher });
-  // Closed after the HTTP server, whose open event streams read it until then.
-  const changeEvents = container.resolve(TOKENS.changeEvents);
-  await changeEvents.start();
-  resources.push({ name: "change event log", close: () => changeEvents.close() });
-  const pendingLists = container.resolve(TOKENS.pendingLists);
-  if (pendingLists !== undefined) {
-    resources.push({ name: "trigram pending-list merges", close: () => pendingLists.close() });
+async function start(config: AppConfig, logger: Logger, resources: ServiceResource[], signal: AbortSignal) {
+  if (config.POST_CACHE_MAX_BYTES > 0) boundHeapGrowth(CACHED_HEAP_GROWTH_PERCENT);
+  const container = createContainer(config, logger);
+  await openResources(container, { signal, opened: (resource) => resources.push(resource) });
+  for (const part of container.resolve(TOKENS.lifecycle)) {
+    await part.start();
+    resources.push(part);
   }
-  // With NATS_URL: the same CloudEvents as the feed's, relayed to JetStream (closed before the log).
-  const render = cloudEventRenderer(config.timeZone);
-  const relayed = relayEventLogOf(changeEvents, (event) => ({
-    number: event.number,
-    type: event.type,
-    body: render(event),
-  }));
-  const relay = startEventRelay(config, relayed, logger);
-  if (relay !== undefined) resources.push({ name: "event relay", close: () => relay.stop() });
-  const app = await buildHttpApp(container.resolve(TOKENS.httpAppOptions));
-  // Fastify's close stops the listener, ends idle keep-alive connections, answers 503 to new
-  // requests on busy ones, and resolves once the requests in flight have been answered.
-  resources.push({ name: "HTTP server", close: () => app.close() });
-  // Closed before the server and the database (resources close newest first).
-  const sweeper = startExpirySweeper({
-    sweeps: container.resolve(TOKENS.expirySweeps),
-    clock: container.resolve(TOKENS.clock),
-    logger,
-  });
-  resources.push({ name: "expiry sweeper", close: () => sweeper.stop() });
   signal.throwIfAborted();
 
-  await app.listen({ port: config.port, host: config.host });
+  const app = await container.resolve(TOKENS.httpApp);
+  await app.listen({ port: config.PORT, host: config.HOST });
   const { address, port } = app.server.address() as AddressInfo;
-  if (config.metrics && config.metricsPort !== undefined) {
-    const metricsApp = await buildMetricsApp(app);
+  const metrics = container.resolve(TOKENS.metricsListener);
+  if (metrics !== undefined) {
     // Closed before the API's server (newest first): a scrape during shutdown may go unanswered.
-    resources.push({ name: "metrics listener", close: () => metricsApp.close() });
-    await metricsApp.listen({ port: config.metricsPort, host: config.host });
-    const listening = metricsApp.server.address() as AddressInfo;
-    logger.info(
-      { address: listening.address, port: listening.port },
-      `metrics served on ${listening.address}:${listening.port}`,
-    );
+    resources.push(metrics);
+    await metrics.start();
   }
   logger.info(
-    { address, port, database: database.engine, timeZone: config.timeZone },
+    { address, port, database: container.resolve(TOKENS.database).engine, timeZone: config.APP_TIME_ZONE },
     `posts service listening on ${address}:${port}`,
   );
-}
-
-async function resolveJwtSecret(config: AppConfig, logger: Logger): Promise<string> {
-  const source = config.jwt.secret;
-  if (source.from === "environment") return source.secret;
-  const stored = await loadOrCreateJwtSecret(source.path);
-  // The path, never the key.
-  if (stored.created) {
-    logger.warn(
-      { file: source.path },
-      `JWT_SECRET is not set: generated a signing key and stored it in ${source.path} (mode 0600); ` +
-        "later starts reuse it. Set JWT_SECRET to choose the key yourself.",
-    );
-  } else {
-    logger.info(
-      { file: source.path },
-      `JWT_SECRET is not set: using the signing key stored in ${source.path}`,
-    );
-  }
-  return stored.secret;
-}
-
-function logMigrations(logger: Logger, applied: readonly string[]) {
-  if (applied.length === 0) logger.info("database schema is up to date");
-  else logger.info({ applied }, `applied ${applied.length} database migration(s)`);
 }

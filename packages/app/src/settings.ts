@@ -12,7 +12,8 @@
  *     description: "what it changes, for an operator reading the README",
  *   }),
  *
- * `settings.EXAMPLE_TIMEOUT_MS` is then a number in `loadConfig`, which puts it into `AppConfig`.
+ * `config.EXAMPLE_TIMEOUT_MS` is then a number wherever the configuration goes (`AppConfig` is this
+ * schema's static type), to be handed to the adapter that uses it, which restates no default.
  * Then run `pnpm --filter @posts/app settings:table`.
  *
  * What an entry may say (standard JSON Schema keywords, and a few of ours):
@@ -185,22 +186,18 @@ export const SETTINGS = Type.Object({
     must: "a comma-separated list of origins such as https://app.example.com (scheme and host, optional port, no path or trailing slash)",
     description: "browser origins allowed by CORS; none = no CORS headers",
   }),
-  LOGIN_THROTTLE_MAX: Type.Optional(
-    Type.Integer({
-      minimum: 1,
-      unset: "`10`",
-      description:
-        "failed logins per email per window (5× that per client address; registrations refused as duplicates count per address too, apart), then 429. Counted in the database: every instance sees the same counts, a restart keeps them",
-    }),
-  ),
-  LOGIN_THROTTLE_WINDOW_MS: Type.Optional(
-    Type.Integer({
-      minimum: 1,
-      maximum: MAX_TIMER_MS,
-      unset: "`60000`",
-      description: "the window of `LOGIN_THROTTLE_MAX`",
-    }),
-  ),
+  LOGIN_THROTTLE_MAX: Type.Integer({
+    default: 10,
+    minimum: 1,
+    description:
+      "failed logins per email per window (5× that per client address; registrations refused as duplicates count per address too, apart), then 429. Counted in the database: every instance sees the same counts, a restart keeps them",
+  }),
+  LOGIN_THROTTLE_WINDOW_MS: Type.Integer({
+    default: 60_000,
+    minimum: 1,
+    maximum: MAX_TIMER_MS,
+    description: "the window of `LOGIN_THROTTLE_MAX`",
+  }),
   METRICS: Type.Boolean({
     default: true,
     description: "serve Prometheus metrics at `GET /metrics`; `false` when nothing should scrape this port",

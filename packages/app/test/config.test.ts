@@ -1,7 +1,7 @@
 import { MIN_SECRET_BYTES } from "@posts/adapters-http";
 import { describe, expect, it } from "vitest";
 import type { AppConfig, Environment } from "../src/config.js";
-import { loadConfig, MIN_JWT_SECRET_BYTES } from "../src/config.js";
+import { jwtSecretSource, loadConfig, MIN_JWT_SECRET_BYTES } from "../src/config.js";
 
 const SECRET_32 = "x".repeat(32);
 
@@ -19,28 +19,42 @@ function problems(env: Environment): readonly string[] {
 
 describe("loadConfig", () => {
   it("needs nothing: every variable has a default and the database is embedded under ./data", () => {
-    expect(valid({})).toEqual({
-      port: 8080,
-      host: "0.0.0.0",
-      dataDir: "./data",
-      database: { kind: "embedded", directory: "data/pglite" },
-      jwt: { secret: { from: "file", path: "data/jwt-secret" }, issuer: "posts-service", ttlMs: 86_400_000 },
-      bodyLimit: 16_777_216,
-      timeZone: "UTC",
-      logLevel: "info",
-      migrateOnStart: true,
-      startupTimeoutMs: 30_000,
-      gracePeriodMs: 10_000,
-      trustProxy: false,
-      corsOrigins: [],
-      loginThrottle: {},
-      metrics: true,
-      idempotencyTtlMs: 86_400_000,
-      eventsRetentionMs: 604_800_000,
-      feedStreams: { maxStreams: 1000, maxStreamsPerAddress: 20 },
-      postCache: { maxBytes: 37_748_736, maxPostBytes: 1_048_576 },
-      http: { requestTimeoutMs: 30_000, connectionTimeoutMs: 60_000, keepAliveTimeoutMs: 72_000 },
+    const config = valid({});
+    expect(config).toEqual({
+      PORT: 8080,
+      HOST: "0.0.0.0",
+      DATABASE_READ_URLS: [],
+      READ_REPLICA_MAX_WAIT_MS: 50,
+      DATA_DIR: "./data",
+      JWT_PREVIOUS_SECRETS: [],
+      JWT_ISSUER: "posts-service",
+      JWT_TTL_MS: 86_400_000,
+      BODY_LIMIT: 16_777_216,
+      APP_TIME_ZONE: "UTC",
+      LOG_LEVEL: "info",
+      MIGRATE_ON_START: true,
+      DB_POOL_SIZE: 10,
+      DB_CONNECT_TIMEOUT_MS: 3000,
+      DB_STATEMENT_TIMEOUT_MS: 5000,
+      DB_NAMED_STATEMENTS: true,
+      DB_STARTUP_TIMEOUT_MS: 30_000,
+      GRACE_PERIOD_MS: 10_000,
+      TRUST_PROXY: false,
+      CORS_ORIGINS: [],
+      LOGIN_THROTTLE_MAX: 10,
+      LOGIN_THROTTLE_WINDOW_MS: 60_000,
+      METRICS: true,
+      IDEMPOTENCY_TTL_MS: 86_400_000,
+      EVENTS_RETENTION_MS: 604_800_000,
+      FEED_MAX_STREAMS: 1000,
+      FEED_MAX_STREAMS_PER_ADDRESS: 20,
+      POST_CACHE_MAX_BYTES: 37_748_736,
+      POST_CACHE_MAX_POST_BYTES: 1_048_576,
+      HTTP_REQUEST_TIMEOUT_MS: 30_000,
+      HTTP_CONNECTION_TIMEOUT_MS: 60_000,
+      HTTP_KEEP_ALIVE_TIMEOUT_MS: 72_000,
     } satisfies AppConfig);
+    expect(jwtSecretSource(config)).toEqual({ from: "file", path: "data/jwt-secret" });
   });
 
   it("treats blank variables as unset", () => {
@@ -74,6 +88,7 @@ describe("loadConfig", () => {
       LOGIN_THROTTLE_MAX: "3",
       LOGIN_THROTTLE_WINDOW_MS: "1000",
       METRICS: "false",
+      METRICS_PORT: "9464",
       NATS_URL: "nats://relay:secret@nats.internal:4222",
       IDEMPOTENCY_TTL_MS: "60000",
       EVENTS_RETENTION_MS: "3600000",
@@ -86,42 +101,52 @@ describe("loadConfig", () => {
       HTTP_KEEP_ALIVE_TIMEOUT_MS: "65000",
     });
     expect(config).toEqual({
-      port: 3000,
-      host: "127.0.0.1",
-      dataDir: "/var/lib/posts",
-      database: {
-        kind: "postgres",
-        url: "postgres://app:pw@db.internal:5432/posts",
-        listenUrl: "postgres://app:pw@primary.internal:5432/posts",
-        poolSize: 4,
-        connectTimeoutMs: 1000,
-        statementTimeoutMs: 2000,
-        namedStatements: false,
-        readUrls: ["postgres://app:pw@standby-a:5432/posts", "postgres://app:pw@standby-b:5432/posts"],
-        readMaxWaitMs: 20,
-      },
-      jwt: { secret: { from: "environment", secret: SECRET_32 }, issuer: "me", ttlMs: 60_000 },
-      bodyLimit: 2048,
-      timeZone: "Asia/Seoul",
-      logLevel: "debug",
-      migrateOnStart: false,
-      startupTimeoutMs: 0,
-      gracePeriodMs: 500,
-      trustProxy: "10.0.0.0/8,127.0.0.1,loopback",
-      corsOrigins: ["https://app.example.com", "http://localhost:5173"],
-      loginThrottle: { max: 3, windowMs: 1000 },
-      metrics: false,
-      natsUrl: "nats://relay:secret@nats.internal:4222",
-      idempotencyTtlMs: 60_000,
-      eventsRetentionMs: 3_600_000,
-      feedStreams: { maxStreams: 50, maxStreamsPerAddress: 2 },
-      postCache: { maxBytes: 1_000_000, maxPostBytes: 5000 },
-      http: { requestTimeoutMs: 10_000, connectionTimeoutMs: 20_000, keepAliveTimeoutMs: 65_000 },
+      PORT: 3000,
+      HOST: "127.0.0.1",
+      DATABASE_URL: "postgres://app:pw@db.internal:5432/posts",
+      DATABASE_LISTEN_URL: "postgres://app:pw@primary.internal:5432/posts",
+      DATABASE_READ_URLS: [
+        "postgres://app:pw@standby-a:5432/posts",
+        "postgres://app:pw@standby-b:5432/posts",
+      ],
+      READ_REPLICA_MAX_WAIT_MS: 20,
+      DATA_DIR: "/var/lib/posts",
+      JWT_SECRET: SECRET_32,
+      JWT_PREVIOUS_SECRETS: [],
+      JWT_ISSUER: "me",
+      JWT_TTL_MS: 60_000,
+      BODY_LIMIT: 2048,
+      APP_TIME_ZONE: "Asia/Seoul",
+      LOG_LEVEL: "debug",
+      MIGRATE_ON_START: false,
+      DB_POOL_SIZE: 4,
+      DB_CONNECT_TIMEOUT_MS: 1000,
+      DB_STATEMENT_TIMEOUT_MS: 2000,
+      DB_NAMED_STATEMENTS: false,
+      DB_STARTUP_TIMEOUT_MS: 0,
+      GRACE_PERIOD_MS: 500,
+      TRUST_PROXY: ["10.0.0.0/8", "127.0.0.1", "loopback"],
+      CORS_ORIGINS: ["https://app.example.com", "http://localhost:5173"],
+      LOGIN_THROTTLE_MAX: 3,
+      LOGIN_THROTTLE_WINDOW_MS: 1000,
+      METRICS: false,
+      METRICS_PORT: 9464,
+      NATS_URL: "nats://relay:secret@nats.internal:4222",
+      IDEMPOTENCY_TTL_MS: 60_000,
+      EVENTS_RETENTION_MS: 3_600_000,
+      FEED_MAX_STREAMS: 50,
+      FEED_MAX_STREAMS_PER_ADDRESS: 2,
+      POST_CACHE_MAX_BYTES: 1_000_000,
+      POST_CACHE_MAX_POST_BYTES: 5000,
+      HTTP_REQUEST_TIMEOUT_MS: 10_000,
+      HTTP_CONNECTION_TIMEOUT_MS: 20_000,
+      HTTP_KEEP_ALIVE_TIMEOUT_MS: 65_000,
     } satisfies AppConfig);
+    expect(jwtSecretSource(config)).toEqual({ from: "environment", secret: SECRET_32 });
   });
 
   it("turns the post cache off with POST_CACHE_MAX_BYTES=0, and refuses sizes that are not whole numbers", () => {
-    expect(valid({ POST_CACHE_MAX_BYTES: "0" }).postCache.maxBytes).toBe(0);
+    expect(valid({ POST_CACHE_MAX_BYTES: "0" }).POST_CACHE_MAX_BYTES).toBe(0);
     expect(problems({ POST_CACHE_MAX_BYTES: "64MB", POST_CACHE_MAX_POST_BYTES: "0" })).toEqual([
       'POST_CACHE_MAX_BYTES must be a whole number at least 0, got "64MB".',
       'POST_CACHE_MAX_POST_BYTES must be a whole number at least 1, got "0".',
@@ -129,8 +154,8 @@ describe("loadConfig", () => {
   });
 
   it("relays events to NATS only with NATS_URL, a nats:// or tls:// URL or a list of them, never echoed", () => {
-    expect(valid({}).natsUrl).toBeUndefined();
-    expect(valid({ NATS_URL: " nats://a:4222, tls://b:4222 " }).natsUrl).toBe("nats://a:4222, tls://b:4222");
+    expect(valid({}).NATS_URL).toBeUndefined();
+    expect(valid({ NATS_URL: " nats://a:4222, tls://b:4222 " }).NATS_URL).toBe("nats://a:4222, tls://b:4222");
     for (const value of ["localhost:4222", "http://nats:4222", "nats://u:p@", "nats://a:4222,,x"]) {
       expect(problems({ NATS_URL: value })).toEqual([
         "NATS_URL must be a NATS server URL such as nats://127.0.0.1:4222, or a comma-separated list of them.",
@@ -139,30 +164,26 @@ describe("loadConfig", () => {
   });
 
   it("accepts postgresql:// as well as postgres://", () => {
-    expect(valid({ DATABASE_URL: "postgresql://h/db", JWT_SECRET: SECRET_32 }).database.kind).toBe(
-      "postgres",
+    expect(valid({ DATABASE_URL: "postgresql://h/db", JWT_SECRET: SECRET_32 }).DATABASE_URL).toBe(
+      "postgresql://h/db",
     );
   });
 
   it("names the statements on a PostgreSQL server unless DB_NAMED_STATEMENTS says false", () => {
-    const database = (env: Environment) =>
-      valid({ DATABASE_URL: "postgres://h/db", JWT_SECRET: SECRET_32, ...env }).database;
-    expect(database({})).toMatchObject({ kind: "postgres", namedStatements: true });
-    expect(database({ DB_NAMED_STATEMENTS: "false" })).toMatchObject({ namedStatements: false });
-    expect(database({ DB_NAMED_STATEMENTS: "TRUE" })).toMatchObject({ namedStatements: true });
+    const named = (env: Environment) =>
+      valid({ DATABASE_URL: "postgres://h/db", JWT_SECRET: SECRET_32, ...env }).DB_NAMED_STATEMENTS;
+    expect(named({})).toBe(true);
+    expect(named({ DB_NAMED_STATEMENTS: "false" })).toBe(false);
+    expect(named({ DB_NAMED_STATEMENTS: "TRUE" })).toBe(true);
   });
 
-  it("LISTENs on DATABASE_URL unless DATABASE_LISTEN_URL names another URL, which needs DATABASE_URL and is never echoed", () => {
-    const database = (env: Environment) =>
-      valid({ DATABASE_URL: "postgres://pooler:6432/db", JWT_SECRET: SECRET_32, ...env }).database;
-    expect(database({})).toMatchObject({
-      url: "postgres://pooler:6432/db",
-      listenUrl: "postgres://pooler:6432/db",
-    });
-    expect(database({ DATABASE_LISTEN_URL: " postgresql://primary:5432/db " })).toMatchObject({
-      url: "postgres://pooler:6432/db",
-      listenUrl: "postgresql://primary:5432/db",
-    });
+  it("reads DATABASE_LISTEN_URL when set (unset, the listening session goes to DATABASE_URL), which needs DATABASE_URL and is never echoed", () => {
+    const listenUrl = (env: Environment) =>
+      valid({ DATABASE_URL: "postgres://pooler:6432/db", JWT_SECRET: SECRET_32, ...env }).DATABASE_LISTEN_URL;
+    expect(listenUrl({})).toBeUndefined();
+    expect(listenUrl({ DATABASE_LISTEN_URL: " postgresql://primary:5432/db " })).toBe(
+      "postgresql://primary:5432/db",
+    );
     expect(
       problems({
         DATABASE_URL: "postgres://h/db",
@@ -176,15 +197,13 @@ describe("loadConfig", () => {
   });
 
   it("reads from no standby unless DATABASE_READ_URLS names some, and waits 50 ms for one by default", () => {
-    const database = (env: Environment) =>
-      valid({ DATABASE_URL: "postgres://h/db", JWT_SECRET: SECRET_32, ...env }).database;
-    expect(database({})).toMatchObject({ readUrls: [], readMaxWaitMs: 50 });
-    expect(database({ DATABASE_READ_URLS: " , " })).toMatchObject({ readUrls: [] });
-    expect(
-      database({ DATABASE_READ_URLS: "postgresql://s1/db", READ_REPLICA_MAX_WAIT_MS: "0" }),
-    ).toMatchObject({
-      readUrls: ["postgresql://s1/db"],
-      readMaxWaitMs: 0,
+    const reads = (env: Environment) =>
+      valid({ DATABASE_URL: "postgres://h/db", JWT_SECRET: SECRET_32, ...env });
+    expect(reads({})).toMatchObject({ DATABASE_READ_URLS: [], READ_REPLICA_MAX_WAIT_MS: 50 });
+    expect(reads({ DATABASE_READ_URLS: " , " })).toMatchObject({ DATABASE_READ_URLS: [] });
+    expect(reads({ DATABASE_READ_URLS: "postgresql://s1/db", READ_REPLICA_MAX_WAIT_MS: "0" })).toMatchObject({
+      DATABASE_READ_URLS: ["postgresql://s1/db"],
+      READ_REPLICA_MAX_WAIT_MS: 0,
     });
   });
 
@@ -207,11 +226,11 @@ describe("loadConfig", () => {
 
   it("takes the JWT secret as given, surrounding spaces included", () => {
     const secret = ` ${SECRET_32} `;
-    expect(valid({ JWT_SECRET: secret }).jwt.secret).toEqual({ from: "environment", secret });
+    expect(jwtSecretSource(valid({ JWT_SECRET: secret }))).toEqual({ from: "environment", secret });
   });
 
   it("counts the JWT secret in UTF-8 bytes, not characters", () => {
-    expect(valid({ JWT_SECRET: "é".repeat(16) }).jwt.secret.from).toBe("environment");
+    expect(valid({ JWT_SECRET: "é".repeat(16) }).JWT_SECRET).toBe("é".repeat(16));
     expect(problems({ JWT_SECRET: "é".repeat(15) })).toEqual([
       expect.stringContaining("JWT_SECRET is 30 bytes"),
     ]);
@@ -230,13 +249,10 @@ describe("loadConfig", () => {
   it("reads JWT_PREVIOUS_SECRETS as a comma-separated list of keys, each without surrounding spaces", () => {
     const older = "o".repeat(32);
     const oldest = "é".repeat(16);
-    expect(valid({ JWT_SECRET: SECRET_32, JWT_PREVIOUS_SECRETS: ` ${older} ,, ${oldest}` }).jwt).toEqual({
-      secret: { from: "environment", secret: SECRET_32 },
-      previousSecrets: [older, oldest],
-      issuer: "posts-service",
-      ttlMs: 86_400_000,
-    });
-    expect(valid({ JWT_PREVIOUS_SECRETS: " , " }).jwt).not.toHaveProperty("previousSecrets");
+    expect(
+      valid({ JWT_SECRET: SECRET_32, JWT_PREVIOUS_SECRETS: ` ${older} ,, ${oldest}` }).JWT_PREVIOUS_SECRETS,
+    ).toEqual([older, oldest]);
+    expect(valid({ JWT_PREVIOUS_SECRETS: " , " }).JWT_PREVIOUS_SECRETS).toEqual([]);
   });
 
   it("refuses each previous JWT key under 32 bytes, by its place in the list and never echoing it", () => {
@@ -249,12 +265,12 @@ describe("loadConfig", () => {
   });
 
   it("takes METRICS_PORT as the port of a listener of its own, and refuses the API's port", () => {
-    expect(valid({ METRICS_PORT: "9464" }).metricsPort).toBe(9464);
-    expect(valid({}).metricsPort).toBeUndefined();
+    expect(valid({ METRICS_PORT: "9464" }).METRICS_PORT).toBe(9464);
+    expect(valid({}).METRICS_PORT).toBeUndefined();
     expect(problems({ PORT: "8080", METRICS_PORT: "8080" })).toEqual([
       expect.stringContaining("METRICS_PORT must differ from PORT"),
     ]);
-    expect(valid({ PORT: "0", METRICS_PORT: "0" }).metricsPort).toBe(0);
+    expect(valid({ PORT: "0", METRICS_PORT: "0" }).METRICS_PORT).toBe(0);
   });
 
   it("refuses a DATABASE_URL without a JWT_SECRET", () => {
@@ -360,9 +376,9 @@ describe("loadConfig", () => {
   });
 
   it("reads TRUST_PROXY as a flag or a hop count", () => {
-    expect(valid({ TRUST_PROXY: "TRUE" }).trustProxy).toBe(true);
-    expect(valid({ TRUST_PROXY: "false" }).trustProxy).toBe(false);
-    expect(valid({ TRUST_PROXY: "2" }).trustProxy).toBe(2);
+    expect(valid({ TRUST_PROXY: "TRUE" }).TRUST_PROXY).toBe(true);
+    expect(valid({ TRUST_PROXY: "false" }).TRUST_PROXY).toBe(false);
+    expect(valid({ TRUST_PROXY: "2" }).TRUST_PROXY).toBe(2);
   });
 
   it("refuses CORS_ORIGINS entries that are not bare origins, naming them", () => {
@@ -373,9 +389,15 @@ describe("loadConfig", () => {
     ]);
   });
 
-  it("overrides only the login throttle settings that are set", () => {
-    expect(valid({ LOGIN_THROTTLE_MAX: "7" }).loginThrottle).toEqual({ max: 7 });
-    expect(valid({ LOGIN_THROTTLE_WINDOW_MS: "60000" }).loginThrottle).toEqual({ windowMs: 60_000 });
+  it("reads each login throttle setting apart, the other keeping its default", () => {
+    expect(valid({ LOGIN_THROTTLE_MAX: "7" })).toMatchObject({
+      LOGIN_THROTTLE_MAX: 7,
+      LOGIN_THROTTLE_WINDOW_MS: 60_000,
+    });
+    expect(valid({ LOGIN_THROTTLE_WINDOW_MS: "1000" })).toMatchObject({
+      LOGIN_THROTTLE_MAX: 10,
+      LOGIN_THROTTLE_WINDOW_MS: 1000,
+    });
   });
 
   it("lists every problem at once", () => {

@@ -1,4 +1,3 @@
-import { buildHttpApp, DEFAULT_LOGIN_THROTTLE } from "@posts/adapters-http";
 import {
   isDatabaseUnavailable,
   PostgresAttemptCounter,
@@ -7,16 +6,31 @@ import {
 } from "@posts/adapters-postgres";
 import type { TestDatabase } from "@posts/adapters-postgres/testing";
 import { openTestDatabase } from "@posts/adapters-postgres/testing";
+import type { PasswordHasher, PostRepository } from "@posts/domain";
 import { systemClock } from "@posts/domain";
-import { aUser, FakePasswordHasher } from "@posts/domain/testing";
+import { aUser, FakePasswordHasher, ManualClock } from "@posts/domain/testing";
+import type { DependencyContainer } from "tsyringe";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { AppConfig } from "../src/config.js";
 import { loadConfig } from "../src/config.js";
-import type { ContainerSeeds } from "../src/container.js";
-import { createContainer, TOKENS } from "../src/container.js";
+import { createContainer, type HttpApp, TOKENS } from "../src/container.js";
 import { createLogger } from "../src/create-logger.js";
 
 const SECRET = "container-test-secret-0123456789abcdef";
+const ENV = {
+  JWT_ISSUER: "issuer-under-test",
+  JWT_TTL_MS: "60000",
+  BODY_LIMIT: "4096",
+  APP_TIME_ZONE: "Asia/Seoul",
+  TRUST_PROXY: "1",
+  CORS_ORIGINS: "https://app.example.com",
+  LOGIN_THROTTLE_MAX: "3",
+  METRICS: "false",
+  IDEMPOTENCY_TTL_MS: "60000",
+  HTTP_REQUEST_TIMEOUT_MS: "10000",
+  HTTP_CONNECTION_TIMEOUT_MS: "20000",
+  HTTP_KEEP_ALIVE_TIMEOUT_MS: "65000",
+};
 
 function config(env: Record<string, string>): AppConfig {
   const loaded = loadConfig({ JWT_SECRET: SECRET, ...env });
@@ -28,64 +42,76 @@ function decodePayload(token: string): Record<string, unknown> {
   return JSON.parse(Buffer.from(token.split(".")[1] ?? "", "base64url").toString("utf8"));
 }
 
+/** Registers `email` through `app` and logs in; answers the login's status and token. */
+async function signUp(app: HttpApp, email: string): Promise<{ status: number; token: string }> {
+  const credentials = { email, password: "a long password" };
+  const registered = await app.inject({ method: "POST", url: "/api/v1/user", payload: credentials });
+  expect(registered.statusCode).toBe(201);
+  return logIn(app, email);
+}
+
+async function logIn(app: HttpApp, email: string): Promise<{ status: number; token: string }> {
+  const credentials = { email, password: "a long password" };
+  const loggedIn = await app.inject({ method: "POST", url: "/api/v1/user/login", payload: credentials });
+  return { status: loggedIn.statusCode, token: (loggedIn.json() as { token?: string }).token ?? "" };
+}
+
 describe("createContainer", () => {
   let database: TestDatabase;
-  let seeds: ContainerSeeds;
+  const logger = createLogger("silent");
+  const hasher = new FakePasswordHasher();
+
+  /** The composition root over the test database, as `openResources` leaves it in production. */
+  function containerFor(env: Record<string, string> = ENV): DependencyContainer {
+    const container = createContainer(config(env), logger);
+    container.register(TOKENS.jwtSecret, { useValue: SECRET });
+    container.register(TOKENS.database, { useValue: database });
+    container.register(TOKENS.passwordHasher, { useValue: hasher });
+    return container;
+  }
 
   beforeAll(async () => {
     database = await openTestDatabase("pglite");
-    seeds = {
-      config: config({
-        JWT_ISSUER: "issuer-under-test",
-        JWT_TTL_MS: "60000",
-        BODY_LIMIT: "4096",
-        APP_TIME_ZONE: "Asia/Seoul",
-        TRUST_PROXY: "1",
-        CORS_ORIGINS: "https://app.example.com",
-        LOGIN_THROTTLE_MAX: "3",
-        METRICS: "false",
-        IDEMPOTENCY_TTL_MS: "60000",
-        HTTP_REQUEST_TIMEOUT_MS: "10000",
-        HTTP_CONNECTION_TIMEOUT_MS: "20000",
-        HTTP_KEEP_ALIVE_TIMEOUT_MS: "65000",
-      }),
-      logger: createLogger("silent"),
-      database,
-      jwtSecret: SECRET,
-      passwordHasher: new FakePasswordHasher(),
-    };
   });
   afterAll(async () => {
     await database?.close();
   });
 
-  it("wires the PostgreSQL repositories, the system clock, the seeded hasher and a JWT issuer into Dependencies", () => {
-    const container = createContainer(seeds);
-    const deps = container.resolve(TOKENS.dependencies);
+  it("wires the PostgreSQL repositories, the system clock, the registered hasher and a JWT issuer into Dependencies", () => {
+    const deps = containerFor().resolve(TOKENS.dependencies);
 
     expect(deps.posts).toBeInstanceOf(PostgresPostRepository);
     expect(deps.users).toBeInstanceOf(PostgresUserRepository);
     expect(deps.clock).toBe(systemClock);
-    expect(deps.hasher).toBe(seeds.passwordHasher);
+    expect(deps.hasher).toBe(hasher);
     expect(deps.idempotencyTtlMs).toBe(60_000);
   });
 
-  it("builds each instance once", () => {
-    const container = createContainer(seeds);
+  it("builds each instance once", async () => {
+    const container = containerFor();
 
     expect(container.resolve(TOKENS.httpAppOptions)).toBe(container.resolve(TOKENS.httpAppOptions));
     expect(container.resolve(TOKENS.dependencies).posts).toBe(container.resolve(TOKENS.postRepository));
     expect(container.resolve(TOKENS.dependencies).tokens).toBe(container.resolve(TOKENS.tokenIssuer));
+    const app = container.resolve(TOKENS.httpApp);
+    expect(container.resolve(TOKENS.httpApp)).toBe(app);
+    await (await app).close();
   });
 
   it("gives separate containers separate instances", () => {
-    expect(createContainer(seeds).resolve(TOKENS.postRepository)).not.toBe(
-      createContainer(seeds).resolve(TOKENS.postRepository),
+    expect(containerFor().resolve(TOKENS.postRepository)).not.toBe(
+      containerFor().resolve(TOKENS.postRepository),
     );
   });
 
+  it("fails to resolve the graph before the database is registered", () => {
+    const unopened = createContainer(config(ENV), logger);
+
+    expect(() => unopened.resolve(TOKENS.postRepository)).toThrow(/unregistered/i);
+  });
+
   it("issues tokens with the configured issuer and lifetime", async () => {
-    const issued = await createContainer(seeds)
+    const issued = await containerFor()
       .resolve(TOKENS.tokenIssuer)
       .issue({ subject: "7", email: "a@example.com", roles: ["ROLE_USER"] });
     const payload = decodePayload(issued.token);
@@ -95,33 +121,41 @@ describe("createContainer", () => {
     expect(Number(payload.exp) - Number(payload.iat)).toBe(60);
   });
 
-  it("hands the HTTP app the configuration, the logger and the database's unavailability test", () => {
-    const options = createContainer(seeds).resolve(TOKENS.httpAppOptions);
+  it("hands the HTTP app the settings, the logger and the database's unavailability test", () => {
+    const options = containerFor({ ...ENV, TRUST_PROXY: "10.0.0.0/8, loopback" }).resolve(
+      TOKENS.httpAppOptions,
+    );
 
     expect(options).toMatchObject({
-      jwt: { secret: SECRET, issuer: "issuer-under-test" },
+      jwt: { secret: SECRET, previousSecrets: [], issuer: "issuer-under-test" },
       bodyLimit: 4096,
       timeZone: "Asia/Seoul",
-      trustProxy: 1,
+      trustProxy: "10.0.0.0/8,loopback",
       corsOrigins: ["https://app.example.com"],
-      loginThrottle: { ...DEFAULT_LOGIN_THROTTLE, max: 3 },
+      loginThrottle: { max: 3, windowMs: 60_000 },
       metrics: false,
       timeouts: { requestMs: 10_000, connectionMs: 20_000, keepAliveMs: 65_000 },
     });
-    expect(options.logger).toBe(seeds.logger);
+    expect(containerFor().resolve(TOKENS.httpAppOptions).trustProxy).toBe(1);
+    expect(containerFor().resolve(TOKENS.httpAppOptions).eventStreamCaps).toEqual({
+      maxStreams: 1000,
+      maxStreamsPerAddress: 20,
+    });
+    expect(options.logger).toBe(logger);
     expect(options.isUnavailable).toBe(isDatabaseUnavailable);
   });
 
   it("hands the HTTP app the pool's statistics when the database has a pool, and none for PGlite", () => {
-    expect(createContainer(seeds).resolve(TOKENS.httpAppOptions).poolStats).toBeUndefined();
+    expect(containerFor().resolve(TOKENS.httpAppOptions).poolStats).toBeUndefined();
     const poolStats = () => ({ max: 10, total: 2, idle: 1, waiting: 0 });
-    const pooled = createContainer({ ...seeds, database: { ...database, poolStats } });
+    const pooled = containerFor().createChildContainer();
+    pooled.register(TOKENS.database, { useValue: { ...database, poolStats } });
 
     expect(pooled.resolve(TOKENS.httpAppOptions).poolStats).toBe(poolStats);
   });
 
   it("counts throttled attempts in the database, and sweeps its expired counts", async () => {
-    const container = createContainer(seeds);
+    const container = containerFor();
     const counter = container.resolve(TOKENS.attemptCounter);
     expect(counter).toBeInstanceOf(PostgresAttemptCounter);
     expect(container.resolve(TOKENS.httpAppOptions).attemptCounter).toBe(counter);
@@ -142,7 +176,7 @@ describe("createContainer", () => {
   });
 
   it("sweeps the idempotency keys whose time is up, and only those", async () => {
-    const container = createContainer(seeds);
+    const container = containerFor();
     const posts = container.resolve(TOKENS.postRepository);
     const author = await aUser(container.resolve(TOKENS.userRepository));
     const start = new Date("2026-11-22T10:00:00.000Z");
@@ -164,7 +198,7 @@ describe("createContainer", () => {
   });
 
   it("gives the post repository the configured cache and the HTTP app access to it, and neither with POST_CACHE_MAX_BYTES=0", async () => {
-    const cached = createContainer({ ...seeds, config: config({ POST_CACHE_MAX_BYTES: "1000000" }) });
+    const cached = containerFor({ POST_CACHE_MAX_BYTES: "1000000" });
     const posts = cached.resolve(TOKENS.postRepository) as PostgresPostRepository;
     const { postCache } = cached.resolve(TOKENS.httpAppOptions);
     expect(postCache?.stats()).toEqual(posts.cacheStats());
@@ -177,19 +211,125 @@ describe("createContainer", () => {
     expect(listed?.id).toBe(post.id);
     expect(listed !== undefined && postCache?.holds(listed)).toBe(true);
 
-    const uncached = createContainer({ ...seeds, config: config({ POST_CACHE_MAX_BYTES: "0" }) });
+    const uncached = containerFor({ POST_CACHE_MAX_BYTES: "0" });
     expect((uncached.resolve(TOKENS.postRepository) as PostgresPostRepository).cacheStats()).toBeUndefined();
     expect(uncached.resolve(TOKENS.httpAppOptions).postCache).toBeUndefined();
   });
 
-  it("keeps the HTTP adapter's login throttle when nothing overrides it", () => {
-    const options = createContainer({ ...seeds, config: config({}) }).resolve(TOKENS.httpAppOptions);
+  it("hands the HTTP adapter the login throttle's defaults from the settings when nothing overrides them", () => {
+    const options = containerFor({}).resolve(TOKENS.httpAppOptions);
 
-    expect(options.loginThrottle).toEqual(DEFAULT_LOGIN_THROTTLE);
+    expect(options.loginThrottle).toEqual({ max: 10, windowMs: 60_000 });
+  });
+
+  it("serves /metrics on a listener of its own only with METRICS_PORT and METRICS on, the API app then only counting", () => {
+    const own = containerFor({ METRICS_PORT: "0" });
+    expect(own.resolve(TOKENS.httpAppOptions).metrics).toBe("own-listener");
+    expect(own.resolve(TOKENS.metricsListener)?.name).toBe("metrics listener");
+    expect(
+      containerFor({ METRICS_PORT: "0", METRICS: "false" }).resolve(TOKENS.metricsListener),
+    ).toBeUndefined();
+    expect(containerFor({}).resolve(TOKENS.metricsListener)).toBeUndefined();
+    expect(containerFor({}).resolve(TOKENS.httpAppOptions).metrics).toBe(true);
+  });
+
+  it("starts, in order, the change event log, the HTTP server and the expiry sweeper; the event relay only with NATS_URL, before the server", () => {
+    const names = (env: Record<string, string>) =>
+      containerFor(env)
+        .resolve(TOKENS.lifecycle)
+        .map((part) => part.name);
+
+    expect(names(ENV)).toEqual(["change event log", "HTTP server", "expiry sweeper"]);
+    expect(names({ ...ENV, NATS_URL: "nats://127.0.0.1:1" })).toEqual([
+      "change event log",
+      "event relay",
+      "HTTP server",
+      "expiry sweeper",
+    ]);
+  });
+
+  describe("a child container replacing one registration", () => {
+    it("a fixed clock: the real HTTP app dates what it creates by it, while the parent keeps the system clock", async () => {
+      const parent = containerFor();
+      const child = parent.createChildContainer();
+      child.register(TOKENS.clock, { useValue: new ManualClock("2026-11-22T10:15:30.123Z") });
+      const app = await child.resolve(TOKENS.httpApp);
+      try {
+        const { token } = await signUp(app, "fixed-clock@example.com");
+        const created = await app.inject({
+          method: "POST",
+          url: "/api/v1/posts",
+          headers: { "x-auth-token": token },
+          payload: { title: "at a fixed instant", content: "본문" },
+        });
+        expect(created.statusCode).toBe(201);
+        const read = await app.inject({ method: "GET", url: String(created.headers.location) });
+
+        // 10:15:30.123 UTC in Asia/Seoul, the configured zone.
+        expect(read.json()).toMatchObject({ createdAt: "2026-11-22T19:15:30.123" });
+        expect(parent.resolve(TOKENS.dependencies).clock).toBe(systemClock);
+      } finally {
+        await app.close();
+      }
+    });
+
+    it("a failing post repository: the real HTTP app answers 503 with Retry-After, and the parent's reads still work", async () => {
+      const parent = containerFor();
+      const unreachable = Object.assign(new Error("connect ECONNREFUSED 127.0.0.1:5432"), {
+        code: "ECONNREFUSED",
+      });
+      const failing = new Proxy({} as PostRepository, {
+        get: () => async () => {
+          throw unreachable;
+        },
+      });
+      const child = parent.createChildContainer();
+      child.register(TOKENS.postRepository, { useValue: failing });
+      const [app, parentApp] = await Promise.all([
+        child.resolve(TOKENS.httpApp),
+        parent.resolve(TOKENS.httpApp),
+      ]);
+      try {
+        const refused = await app.inject({ method: "GET", url: "/api/v1/posts?size=1" });
+        expect(refused.statusCode).toBe(503);
+        expect(refused.headers["retry-after"]).toBeDefined();
+        expect((await parentApp.inject({ method: "GET", url: "/api/v1/posts?size=1" })).statusCode).toBe(200);
+      } finally {
+        await Promise.all([app.close(), parentApp.close()]);
+      }
+    });
+
+    it("another password hasher: registration and login go through it, and the parent's hasher does not accept its hashes", async () => {
+      const parent = containerFor();
+      const hashed: string[] = [];
+      const other: PasswordHasher = {
+        decoyHash: "other$decoy",
+        hash: async (password) => {
+          hashed.push(password);
+          return `other$${password}`;
+        },
+        verify: async (hash, password) => hash !== "other$decoy" && hash === `other$${password}`,
+      };
+      const child = parent.createChildContainer();
+      child.register(TOKENS.passwordHasher, { useValue: other });
+      const [app, parentApp] = await Promise.all([
+        child.resolve(TOKENS.httpApp),
+        parent.resolve(TOKENS.httpApp),
+      ]);
+      try {
+        expect((await signUp(app, "other-hasher@example.com")).status).toBe(200);
+        expect(hashed).toEqual(["a long password"]);
+        const user = await child.resolve(TOKENS.userRepository).findByEmail("other-hasher@example.com");
+        expect(user?.passwordHash).toBe("other$a long password");
+        expect((await logIn(parentApp, "other-hasher@example.com")).status).toBe(401);
+      } finally {
+        await Promise.all([app.close(), parentApp.close()]);
+      }
+    });
   });
 
   it("is ready when the database answers: GET /ready through the real app", async () => {
-    const app = await buildHttpApp(createContainer(seeds).resolve(TOKENS.httpAppOptions));
+    const app = await containerFor().resolve(TOKENS.httpApp);
     try {
       const response = await app.inject({ method: "GET", url: "/ready" });
       expect(response.statusCode).toBe(200);
@@ -200,7 +340,7 @@ describe("createContainer", () => {
 
   // Last: it closes the shared database.
   it("is not ready once the database is gone", async () => {
-    const options = createContainer(seeds).resolve(TOKENS.httpAppOptions);
+    const options = containerFor().resolve(TOKENS.httpAppOptions);
     await database.close();
 
     await expect(options.checkReady?.()).rejects.toThrow();

@@ -131,6 +131,8 @@ describeNeeding(await postgresForTests(), "the wire form of a post, the same byt
       bodyLimit: 1024 * 1024,
       timeZone,
       attemptCounter: database.attempts,
+      loginThrottle: { max: 10, windowMs: 60_000 },
+      timeouts: { requestMs: 30_000, connectionMs: 60_000, keepAliveMs: 72_000 },
       logger: false,
       ...(posts.cacheStats() === undefined
         ? {}

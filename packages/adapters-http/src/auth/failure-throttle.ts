@@ -17,9 +17,6 @@ export interface ThrottleSettings {
   readonly maxPerAddress?: number;
 }
 
-/** 10 failed logins per email and 50 per address, per minute. */
-export const DEFAULT_LOGIN_THROTTLE: ThrottleSettings = { max: 10, windowMs: 60_000 };
-
 /** Counts failures and refuses attempts once a key has failed too often. */
 export interface FailureThrottle {
   /** Seconds until this request may try again, or 0 when it may try now. Counts nothing. */

@@ -1,7 +1,6 @@
 import { STATUS_CODES } from "node:http";
 import { type AddressInfo, connect, type Socket } from "node:net";
 import { setTimeout as sleep } from "node:timers/promises";
-import type { HttpAppOptions } from "@posts/adapters-http";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { JSON_UTF8, TIMESTAMP } from "../support/expectations.js";
 import {
@@ -11,7 +10,7 @@ import {
   type RawAnswer,
   startImpatientClient,
 } from "../support/impatient-client.js";
-import { buildTestApp, type TestApp } from "../support/test-app.js";
+import { buildTestApp, type TestApp, type TestAppOverrides } from "../support/test-app.js";
 
 /** Small, so the bodies stay small; every body of the first suite is over it. */
 const BODY_LIMIT = 768 * 1024;
@@ -35,7 +34,7 @@ function expectAnswer(answer: RawAnswer | undefined, status: number, body: unkno
   expect(JSON.parse(answer?.body ?? "")).toStrictEqual(body);
 }
 
-async function listening(overrides: Partial<HttpAppOptions>): Promise<{ testApp: TestApp; port: number }> {
+async function listening(overrides: TestAppOverrides): Promise<{ testApp: TestApp; port: number }> {
   const testApp = await buildTestApp(overrides);
   await testApp.app.listen({ port: 0, host: "127.0.0.1" });
   return { testApp, port: (testApp.app.server.address() as AddressInfo).port };
@@ -248,7 +247,7 @@ describe("draining after an early answer", () => {
     await testApp?.app.close();
     testApp = undefined;
   });
-  const start = async (overrides: Partial<HttpAppOptions> = {}) => {
+  const start = async (overrides: TestAppOverrides = {}) => {
     const started = await listening({ bodyLimit: 64 * 1024, ...overrides });
     testApp = started.testApp;
     return started.port;

@@ -1,4 +1,4 @@
-import { buildHttpApp, type HttpAppOptions, JwtTokenIssuer } from "@posts/adapters-http";
+import { buildHttpApp, type HttpAppOptions, type HttpTimeouts, JwtTokenIssuer } from "@posts/adapters-http";
 import type { Dependencies } from "@posts/domain";
 import {
   aUser,
@@ -18,8 +18,13 @@ export interface TestApp {
   aUserWithToken(): Promise<{ id: number; email: string; token: string }>;
 }
 
+/** Options a test may override; `timeouts` replace only the bounds they name. */
+export type TestAppOverrides = Partial<Omit<HttpAppOptions, "timeouts">> & {
+  readonly timeouts?: Partial<HttpTimeouts>;
+};
+
 /** Builds a test app; `overrides` replace any option (deps included). */
-export async function buildTestApp(overrides: Partial<HttpAppOptions> = {}): Promise<TestApp> {
+export async function buildTestApp(overrides: TestAppOverrides = {}): Promise<TestApp> {
   const fakes = inMemoryDependencies();
   const deps = { ...fakes, tokens: new JwtTokenIssuer({ secret: TEST_SECRET, issuer: TEST_ISSUER }) };
   const app = await buildHttpApp({
@@ -33,6 +38,8 @@ export async function buildTestApp(overrides: Partial<HttpAppOptions> = {}): Pro
     attemptCounter: new InMemoryAttemptCounter(),
     changeEvents: fakes.database.events,
     ...overrides,
+    // The service's own bounds, so that tests see what it serves.
+    timeouts: { requestMs: 30_000, connectionMs: 60_000, keepAliveMs: 72_000, ...overrides.timeouts },
   });
   return {
     app,
@@ -45,7 +52,7 @@ export async function buildTestApp(overrides: Partial<HttpAppOptions> = {}): Pro
 }
 
 /** One app for the enclosing describe block (built before its first test, closed after its last). */
-export function useTestApp(overrides: Partial<HttpAppOptions> = {}): () => TestApp {
+export function useTestApp(overrides: TestAppOverrides = {}): () => TestApp {
   let testApp: TestApp | undefined;
   beforeAll(async () => {
     testApp = await buildTestApp(overrides);

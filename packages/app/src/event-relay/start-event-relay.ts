@@ -22,17 +22,17 @@ export function startEventRelay(
   events: RelayEventLog,
   logger: Logger,
 ): RunningEventRelay | undefined {
-  if (config.natsUrl === undefined) return undefined;
+  if (config.NATS_URL === undefined) return undefined;
   const lease =
-    config.database.kind === "postgres"
-      ? new PostgresPublisherLease({
+    config.DATABASE_URL === undefined
+      ? undefined
+      : new PostgresPublisherLease({
           // A session advisory lock: it needs a session of its own, as LISTEN does.
-          connectionString: config.database.listenUrl,
-          connectTimeoutMs: config.database.connectTimeoutMs,
-        })
-      : undefined;
+          connectionString: config.DATABASE_LISTEN_URL ?? config.DATABASE_URL,
+          connectTimeoutMs: config.DB_CONNECT_TIMEOUT_MS,
+        });
   const relay = startJetStreamRelay({
-    servers: config.natsUrl,
+    servers: config.NATS_URL,
     events,
     lease: lease ?? embeddedPublisherLease,
     logger: logger.child({ component: "event-relay" }),

@@ -1,18 +1,20 @@
 import type { AddressInfo } from "node:net";
-import { Argon2PasswordHasher, buildHttpApp, type HttpAppOptions } from "@posts/adapters-http";
+import type { HttpAppOptions, HttpTimeouts } from "@posts/adapters-http";
 import type { DatabaseHandle } from "@posts/adapters-postgres";
 import { type AppConfig, type Environment, loadConfig } from "../../src/config.js";
-import { createContainer, TOKENS } from "../../src/container.js";
+import { createContainer, type HttpApp, type ServiceResource, TOKENS } from "../../src/container.js";
 import { createLogger } from "../../src/create-logger.js";
-import { openDatabase } from "../../src/open-database.js";
-import { prepareDatabase } from "../../src/prepare-database.js";
+import { openResources } from "../../src/open-resources.js";
 
 /** A 32-byte key; the service refuses shorter ones. */
 export const RELIABILITY_JWT_SECRET = "reliability-secret-reliability-secret";
 
-/** The HTTP app `buildHttpApp` answers. */
-export type HttpApp = Awaited<ReturnType<typeof buildHttpApp>>;
+export type { HttpApp } from "../../src/container.js";
 
+/** Options of the HTTP app a test replaces; `timeouts` replace only the bounds they name. */
+export type HttpOverrides = Partial<Omit<HttpAppOptions, "timeouts">> & {
+  readonly timeouts?: Partial<HttpTimeouts>;
+};
 /** The service running in this process, listening on 127.0.0.1. */
 export interface InProcessService {
   /** `http://127.0.0.1:<port>` */
@@ -34,43 +36,39 @@ export interface InProcessService {
  */
 export async function startInProcessService(
   env: Environment,
-  http: Partial<HttpAppOptions> = {},
+  http: HttpOverrides = {},
 ): Promise<InProcessService> {
   const loaded = loadConfig({ JWT_SECRET: RELIABILITY_JWT_SECRET, LOG_LEVEL: "silent", ...env });
   if (!loaded.ok) throw new Error(`invalid test configuration: ${loaded.error.join(" ")}`);
   const config = loaded.value;
-  if (config.jwt.secret.from !== "environment") throw new Error("the in-process service needs JWT_SECRET");
-  const logger = createLogger(config.logLevel);
-
-  const database = await openDatabase(config.database, logger);
+  const root = createContainer(config, createLogger(config.LOG_LEVEL));
+  const opened: ServiceResource[] = [];
+  const closeOpened = async () => {
+    for (const resource of opened.reverse()) await resource.close();
+  };
   try {
-    await prepareDatabase(database, {
-      migrate: config.migrateOnStart,
-      timeoutMs: config.startupTimeoutMs,
-      logger,
+    await openResources(root, { opened: (resource) => opened.push(resource) });
+    // The composition root's graph, with only the HTTP app's options replaced.
+    const container = root.createChildContainer();
+    const options = root.resolve(TOKENS.httpAppOptions);
+    container.register(TOKENS.httpAppOptions, {
+      useValue: { ...options, ...http, timeouts: { ...options.timeouts, ...http.timeouts } },
     });
-    const container = createContainer({
-      config,
-      logger,
-      database,
-      jwtSecret: config.jwt.secret.secret,
-      passwordHasher: await Argon2PasswordHasher.create(),
-    });
-    const app = await buildHttpApp({ ...container.resolve(TOKENS.httpAppOptions), ...http });
+    const app = await container.resolve(TOKENS.httpApp);
     await app.listen({ port: 0, host: "127.0.0.1" });
     const { port } = app.server.address() as AddressInfo;
     return {
       url: `http://127.0.0.1:${port}`,
       app,
       config,
-      database,
+      database: root.resolve(TOKENS.database),
       close: async () => {
         await app.close();
-        await database.close();
+        await closeOpened();
       },
     };
   } catch (error) {
-    await database.close();
+    await closeOpened();
     throw error;
   }
 }
