@@ -243,6 +243,7 @@ describe("a standby stopped under load", () => {
     const handle = createPostgresDatabase({
       connectionString: topology.directUrl("primary"),
       readConnectionStrings: STANDBYS.map((standby) => topology.directUrl(standby)),
+      readMaxWaitMillis: 50,
       poolSize: 8,
     });
     handles.push(handle);

@@ -29,19 +29,23 @@ export interface PostgresDatabaseOptions {
    * statement to whichever server connection is free, so a `LISTEN` hears nothing.
    */
   readonly listenConnectionString?: string;
-  /** Most connections open at once. Default 10. */
+  /** Most connections open at once. Absent: `pg`'s own default. */
   readonly poolSize?: number;
   /**
    * Longest wait for a connection, whether a new one is being opened or every one is busy;
-   * then the query fails with an error `isDatabaseUnavailable` recognizes. Default 3000 ms.
+   * then the query fails with an error `isDatabaseUnavailable` recognizes. Absent: `pg`'s own
+   * default, which waits as long as it takes; a service should set it.
    */
   readonly connectionTimeoutMillis?: number;
-  /** The server cancels a statement running longer (SQLSTATE 57014). 0 disables. Default 5000 ms. */
+  /**
+   * The server cancels a statement running longer (SQLSTATE 57014). 0 disables. Absent: the
+   * server's own `statement_timeout`.
+   */
   readonly statementTimeoutMillis?: number;
   /**
    * The client gives up on an answer after this long, for a server that has stopped answering
    * without closing the connection; that connection is then closed, not reused. 0 disables.
-   * Default: the statement timeout plus one second (disabled when the statement timeout is).
+   * Absent: the statement timeout plus one second (disabled when there is none).
    */
   readonly queryTimeoutMillis?: number;
   /** An idle connection is closed after this long. Default 10000 ms. */
@@ -59,7 +63,10 @@ export interface PostgresDatabaseOptions {
    * when the read was made (see `createStandbyReads`). Default none.
    */
   readonly readConnectionStrings?: readonly string[];
-  /** Longest a read waits for a standby to replay what the primary had acknowledged. Default 50 ms. */
+  /**
+   * Longest a read waits for a standby to replay what the primary had acknowledged, before the
+   * primary answers it. Required with `readConnectionStrings` (it throws without).
+   */
   readonly readMaxWaitMillis?: number;
   /** Shown in `pg_stat_activity`. Default `posts-service`. */
   readonly applicationName?: string;
@@ -80,8 +87,14 @@ export interface PostgresDatabaseOptions {
  * `readStatements`.
  */
 export function createPostgresDatabase(options: PostgresDatabaseOptions): DatabaseHandle {
-  const statementTimeout = options.statementTimeoutMillis ?? 5000;
-  const queryTimeout = options.queryTimeoutMillis ?? (statementTimeout > 0 ? statementTimeout + 1000 : 0);
+  const statementTimeout = options.statementTimeoutMillis;
+  const queryTimeout =
+    options.queryTimeoutMillis ??
+    (statementTimeout !== undefined && statementTimeout > 0 ? statementTimeout + 1000 : 0);
+  const readUrls = options.readConnectionStrings ?? [];
+  if (readUrls.length > 0 && options.readMaxWaitMillis === undefined) {
+    throw new TypeError("createPostgresDatabase: readConnectionStrings needs readMaxWaitMillis");
+  }
 
   const pool = openPool(options.connectionString, options, statementTimeout);
   const names = options.namedStatements === false ? undefined : PREPARED_STATEMENT_NAMES;
@@ -109,8 +122,7 @@ export function createPostgresDatabase(options: PostgresDatabaseOptions): Databa
     poolStats: () => poolStats(pool),
     notifications,
   };
-  const readUrls = options.readConnectionStrings ?? [];
-  if (readUrls.length === 0) return handle;
+  if (readUrls.length === 0 || options.readMaxWaitMillis === undefined) return handle;
 
   const onSession = positionSession(listening, queryTimeout);
   const reads = createStandbyReads({
@@ -126,7 +138,7 @@ export function createPostgresDatabase(options: PostgresDatabaseOptions): Databa
       label: standbyLabel(url),
       pool: openPool(url, options, statementTimeout),
     })),
-    ...(options.readMaxWaitMillis === undefined ? {} : { maxWaitMs: options.readMaxWaitMillis }),
+    maxWaitMs: options.readMaxWaitMillis,
     readTimeoutMillis: queryTimeout,
     names,
   });
@@ -151,18 +163,21 @@ export function createPostgresDatabase(options: PostgresDatabaseOptions): Databa
 function openPool(
   connectionString: string,
   options: PostgresDatabaseOptions,
-  statementTimeout: number,
+  statementTimeout: number | undefined,
 ): pg.Pool {
   const types = new pg.TypeOverrides();
   for (const [oid, parse] of Object.entries(TYPE_PARSERS)) types.setTypeParser(Number(oid), parse);
 
   const pool = new pg.Pool({
     connectionString,
-    max: options.poolSize ?? 10,
-    connectionTimeoutMillis: options.connectionTimeoutMillis ?? 3000,
+    // Absent options stay absent, so that pg's own defaults apply.
+    ...(options.poolSize === undefined ? {} : { max: options.poolSize }),
+    ...(options.connectionTimeoutMillis === undefined
+      ? {}
+      : { connectionTimeoutMillis: options.connectionTimeoutMillis }),
     idleTimeoutMillis: options.idleTimeoutMillis ?? 10_000,
     // pg sends statement_timeout at connect time; 0 means none, as in PostgreSQL.
-    statement_timeout: statementTimeout,
+    ...(statementTimeout === undefined ? {} : { statement_timeout: statementTimeout }),
     application_name: options.applicationName ?? "posts-service",
     // Lets the kernel notice a peer that vanished without closing the connection.
     keepAlive: true,

@@ -76,8 +76,8 @@ export interface StandbyReadsOptions {
   readonly position?: RunStatement;
   /** The standbys, each with its own pool (ended by `close`). */
   readonly standbys: readonly StandbyPool[];
-  /** Longest a read waits for a standby to replay the primary's position. Default 50. */
-  readonly maxWaitMs?: number;
+  /** Longest a read waits for a standby to replay the primary's position, in milliseconds. */
+  readonly maxWaitMs: number;
   /** As the primary's pool: the client-side read timeout of a statement, 0 for none. */
   readonly readTimeoutMillis: number;
   /** The statement names of the process, or `undefined` to run every statement unnamed. */
@@ -128,7 +128,7 @@ const RECOVERY_CONFLICT = /conflict with recovery/i;
  */
 export function createStandbyReads(options: StandbyReadsOptions): StandbyReads {
   const timings: StandbyTimings = { ...DEFAULT_TIMINGS, ...options.timings };
-  const maxWaitMs = options.maxWaitMs ?? 50;
+  const { maxWaitMs } = options;
   options.names?.register(PRIMARY_POSITION_SQL);
   options.names?.register(REPLAY_POSITION_SQL);
 
