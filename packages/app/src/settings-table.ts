@@ -64,6 +64,15 @@ function typeOf(schema: Described, must: string | undefined): string {
   return "text";
 }
 
+/**
+ * The Default cell of `name`'s row in {@link settingsTable}: its default in backticks, `none` for
+ * an empty list, or what unset means. Other pages that list a setting restate this cell (a test
+ * holds them to it).
+ */
+export function defaultCell(name: keyof typeof SETTINGS.properties): string {
+  return defaultOf(SETTINGS.properties[name] as Described);
+}
+
 function defaultOf(schema: Described): string {
   if (!("default" in schema)) return schema.unset ?? "unset";
   const value = schema.default;

@@ -1,12 +1,19 @@
-import { readFile } from "node:fs/promises";
+import { readdir, readFile } from "node:fs/promises";
 import { DEFAULT_IDEMPOTENCY_TTL_MS } from "@posts/domain";
 import { type TSchema, Type } from "typebox";
 import { describe, expect, it } from "vitest";
 import { loadConfig } from "../src/config.js";
 import { SETTING_FORMATS, SETTINGS } from "../src/settings.js";
-import { settingsTable, TABLE_END, TABLE_START, withSettingsTable } from "../src/settings-table.js";
+import {
+  defaultCell,
+  settingsTable,
+  TABLE_END,
+  TABLE_START,
+  withSettingsTable,
+} from "../src/settings-table.js";
 
 const README = new URL("../README.md", import.meta.url);
+const ROOT = new URL("../../../", import.meta.url);
 // Each entry as JSON Schema with the keywords these tests read; TypeBox's types name fewer.
 const entries = Object.entries(SETTINGS.properties) as [string, TSchema & Setting][];
 
@@ -16,6 +23,19 @@ interface Setting {
   readonly minimum?: number;
   readonly maximum?: number;
   readonly multipleOf?: number;
+}
+
+/** `ms` as prose says a duration: `7 days`, `72 s`, else `ms` itself. */
+function inWords(ms: number): string {
+  for (const [unit, size] of [
+    ["days", 86_400_000],
+    ["hours", 3_600_000],
+    ["minutes", 60_000],
+    ["s", 1000],
+  ] as const) {
+    if (ms >= size && ms % size === 0) return `${ms / size} ${unit}`;
+  }
+  return `${ms} ms`;
 }
 
 function problems(env: Record<string, string>): readonly string[] {
@@ -50,6 +70,40 @@ describe("the settings schema", () => {
     const formats = [...JSON.stringify(SETTINGS).matchAll(/"format":"([^"]+)"/g)].map((match) => match[1]);
     expect(formats.length).toBeGreaterThan(0);
     for (const format of formats) expect(SETTING_FORMATS).toContain(format);
+  });
+
+  it("is what every other page that states a setting's default says: tables of docs/ and READMEs, and `NAME` (default …) in prose", async () => {
+    const names = new Set(entries.map(([name]) => name));
+    const pages = [
+      "README.md",
+      ...(await readdir(new URL("docs/", ROOT)))
+        .filter((file) => file.endsWith(".md"))
+        .map((file) => `docs/${file}`),
+      ...(await readdir(new URL("packages/", ROOT))).map((dir) => `packages/${dir}/README.md`),
+    ];
+    const stated: { page: string; name: string; said: string }[] = [];
+    for (const page of pages) {
+      const text = await readFile(new URL(page, ROOT), "utf8").catch(() => "");
+      // The generated table is held by the test above.
+      const start = text.indexOf(TABLE_START);
+      const own = start === -1 ? text : text.slice(0, start) + text.slice(text.indexOf(TABLE_END));
+      for (const [, name = "", said = ""] of own.matchAll(/^\| `([A-Z][A-Z_]+)` \| ([^|]*?) \|/gm)) {
+        stated.push({ page, name, said });
+      }
+      for (const [, name = "", said = ""] of own.matchAll(/`([A-Z][A-Z_]+)` \(default ([^)]*)\)/g)) {
+        stated.push({ page, name, said });
+      }
+    }
+    // A setting without a default may be given one by a script of its own (the bench's DATABASE_URL).
+    const withDefault = new Set(entries.filter(([, schema]) => "default" in schema).map(([name]) => name));
+    const restated = stated.filter(({ name }) => names.has(name) && withDefault.has(name));
+    expect(restated.map(({ name }) => name)).toContain("READ_REPLICA_MAX_WAIT_MS");
+    const wrong = restated.filter(({ name, said }) => {
+      const cell = defaultCell(name as keyof typeof SETTINGS.properties);
+      const value = cell.replaceAll("`", "");
+      return ![cell, value, ...(name.endsWith("_MS") ? [inWords(Number(value))] : [])].includes(said);
+    });
+    expect(wrong).toEqual([]);
   });
 
   it("keeps the domain's idempotency key lifetime as its default", () => {
