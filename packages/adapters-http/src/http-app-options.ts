@@ -104,7 +104,7 @@ export interface HttpAppOptions {
     readonly previousSecrets?: readonly string[];
     readonly issuer: string;
   };
-  /** Largest request body, in bytes (the app's default is 16 MiB). Larger → 413. */
+  /** Largest request body, in bytes. Larger → 413. */
   readonly bodyLimit: number;
   /** IANA zone of every timestamp on the wire (`UTC`, `Asia/Seoul`). */
   readonly timeZone: string;

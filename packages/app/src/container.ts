@@ -38,11 +38,13 @@ export type HttpApp = Awaited<ReturnType<typeof buildHttpApp>>;
 export interface ServiceResource {
   /** What it is, for the log line when closing it fails. */
   readonly name: string;
+  /** Releases it; called once, at shutdown or after a failed start-up. */
   close(): Promise<void>;
 }
 
 /** A piece of the running service that starts once the graph is resolved, and stops at shutdown. */
 export interface ServicePart extends ServiceResource {
+  /** Starts it; `close` is called only once this has resolved. */
   start(): Promise<void>;
 }
 

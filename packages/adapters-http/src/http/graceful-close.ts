@@ -60,7 +60,8 @@ const plugin: FastifyPluginCallback<GracefulCloseOptions> = (app, options, done)
 /**
  * What `app.close()` needs to finish while clients keep their connections open. Node's
  * `server.close()` ends the connections idle at that moment only; one busy with a request would
- * stay open after its response until the keep-alive timeout (72 s), far past any grace period.
+ * stay open after its response until the keep-alive timeout (`timeouts.keepAliveMs`), which a
+ * server behind a load balancer sets longer than the balancer's idle timeout, past any grace period.
  * So once closing, every response carries `Connection: close`, and Node ends its connection
  * after it. A request that arrives on such a connection in the meantime is not run: it gets the
  * 503 envelope with Retry-After (in place of Fastify's own 503 body, `return503OnClosing`).
