@@ -56,6 +56,20 @@ async function logIn(app: HttpApp, email: string): Promise<{ status: number; tok
   return { status: loggedIn.statusCode, token: (loggedIn.json() as { token?: string }).token ?? "" };
 }
 
+/** Runs `check` on the HTTP apps of `child` and `parent`, closing both after. */
+async function withApps(
+  child: DependencyContainer,
+  parent: DependencyContainer,
+  check: (app: HttpApp, parentApp: HttpApp) => Promise<void>,
+): Promise<void> {
+  const [app, parentApp] = await Promise.all([child.resolve(TOKENS.httpApp), parent.resolve(TOKENS.httpApp)]);
+  try {
+    await check(app, parentApp);
+  } finally {
+    await Promise.all([app.close(), parentApp.close()]);
+  }
+}
+
 describe("createContainer", () => {
   let database: TestDatabase;
   const logger = createLogger("silent");
@@ -285,18 +299,12 @@ describe("createContainer", () => {
       });
       const child = parent.createChildContainer();
       child.register(TOKENS.postRepository, { useValue: failing });
-      const [app, parentApp] = await Promise.all([
-        child.resolve(TOKENS.httpApp),
-        parent.resolve(TOKENS.httpApp),
-      ]);
-      try {
+      await withApps(child, parent, async (app, parentApp) => {
         const refused = await app.inject({ method: "GET", url: "/api/v1/posts?size=1" });
         expect(refused.statusCode).toBe(503);
         expect(refused.headers["retry-after"]).toBeDefined();
         expect((await parentApp.inject({ method: "GET", url: "/api/v1/posts?size=1" })).statusCode).toBe(200);
-      } finally {
-        await Promise.all([app.close(), parentApp.close()]);
-      }
+      });
     });
 
     it("another password hasher: registration and login go through it, and the parent's hasher does not accept its hashes", async () => {
@@ -312,19 +320,13 @@ describe("createContainer", () => {
       };
       const child = parent.createChildContainer();
       child.register(TOKENS.passwordHasher, { useValue: other });
-      const [app, parentApp] = await Promise.all([
-        child.resolve(TOKENS.httpApp),
-        parent.resolve(TOKENS.httpApp),
-      ]);
-      try {
+      await withApps(child, parent, async (app, parentApp) => {
         expect((await signUp(app, "other-hasher@example.com")).status).toBe(200);
         expect(hashed).toEqual(["a long password"]);
         const user = await child.resolve(TOKENS.userRepository).findByEmail("other-hasher@example.com");
         expect(user?.passwordHash).toBe("other$a long password");
         expect((await logIn(parentApp, "other-hasher@example.com")).status).toBe(401);
-      } finally {
-        await Promise.all([app.close(), parentApp.close()]);
-      }
+      });
     });
   });
 
