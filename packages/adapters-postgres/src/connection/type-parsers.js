@@ -1,15 +1,22 @@
+// @ts-check
 /**
  * How values of the column types this adapter reads leave the database, for every driver.
  * `pg` hands int8 over as text and PGlite as a number or a bigint, and their timestamptz
  * parsing differs (PGlite's `new Date(text)` fails on offsets with seconds); both drivers are
  * given these parsers so that the rest of the adapter sees one representation.
+ *
+ * JavaScript rather than TypeScript: the worker thread that runs PGlite (`pglite-worker.js`)
+ * imports it, and Node runs a worker's files as they are, without a build step in the tests.
+ * `checkJs` type-checks it from these JSDoc types.
  */
 
 /**
  * Reads a PostgreSQL `int8` as a JavaScript number. Throws a `RangeError` when the value is not
  * a safe integer (beyond ±(2^53 − 1)), because a rounded id would silently name another row.
+ * @param {string | number | bigint} value
+ * @returns {number}
  */
-export function parseInt8(value: string | number | bigint): number {
+export function parseInt8(value) {
   const number = typeof value === "number" ? value : Number(value);
   if (Number.isSafeInteger(number)) return number;
   throw new RangeError(
@@ -28,8 +35,10 @@ const TIMESTAMPTZ =
  * session's or the process's time zone. Sub-millisecond digits are dropped (a `Date` holds
  * milliseconds; this adapter only ever stores milliseconds). Throws for `infinity`, BC dates
  * and any DateStyle other than ISO, none of which this adapter writes.
+ * @param {string} text
+ * @returns {Date}
  */
-export function parseTimestamptz(text: string): Date {
+export function parseTimestamptz(text) {
   return readCommonShape(text) ?? readAnyShape(text);
 }
 
@@ -41,8 +50,14 @@ const COLON = 58;
 const SPACE = 32;
 const DOT = 46;
 
-/** The decimal number in `text[start, end)`, or -1 when a character there is not an ASCII digit. */
-function digitsAt(text: string, start: number, end: number): number {
+/**
+ * The decimal number in `text[start, end)`, or -1 when a character there is not an ASCII digit.
+ * @param {string} text
+ * @param {number} start
+ * @param {number} end
+ * @returns {number}
+ */
+function digitsAt(text, start, end) {
   let value = 0;
   for (let i = start; i < end; i++) {
     const code = text.charCodeAt(i);
@@ -57,8 +72,10 @@ function digitsAt(text: string, start: number, end: number): number {
  * with `Date` arithmetic was a visible share of a list request's CPU. Reads the shape PostgreSQL
  * prints for years 100–9999 by character position; answers undefined for anything else, which
  * {@link readAnyShape} decides.
+ * @param {string} text
+ * @returns {Date | undefined}
  */
-function readCommonShape(text: string): Date | undefined {
+function readCommonShape(text) {
   const length = text.length;
   if (
     length < 22 ||
@@ -113,8 +130,12 @@ function readCommonShape(text: string): Date | undefined {
   return new Date(sign === DASH ? local + offsetMs : local - offsetMs);
 }
 
-/** Any ISO DateStyle output, years before 100 and beyond 9999 included; throws for the rest. */
-function readAnyShape(text: string): Date {
+/**
+ * Any ISO DateStyle output, years before 100 and beyond 9999 included; throws for the rest.
+ * @param {string} text
+ * @returns {Date}
+ */
+function readAnyShape(text) {
   const match = TIMESTAMPTZ.exec(text);
   if (match === null) throw new RangeError(`cannot read timestamptz ${JSON.stringify(text)} as an instant`);
   const [
@@ -144,8 +165,11 @@ function readAnyShape(text: string): Date {
 const INT8 = 20;
 const TIMESTAMPTZ_OID = 1184;
 
-/** The text-format parsers every driver of this adapter is configured with, by type OID. */
-export const TYPE_PARSERS: Readonly<Record<number, (text: string) => unknown>> = {
+/**
+ * The text-format parsers every driver of this adapter is configured with, by type OID.
+ * @type {Readonly<Record<number, (text: string) => unknown>>}
+ */
+export const TYPE_PARSERS = {
   [INT8]: parseInt8,
   [TIMESTAMPTZ_OID]: parseTimestamptz,
 };
