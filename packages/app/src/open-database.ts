@@ -13,7 +13,11 @@ export async function openDatabase(config: AppConfig, logger: Logger): Promise<D
   if (config.DATABASE_URL === undefined) {
     const directory = join(config.DATA_DIR, EMBEDDED_DATABASE_DIRECTORY);
     logger.info({ directory }, "opening the embedded database (PGlite)");
-    return createPgliteDatabase({ dataDir: directory });
+    return createPgliteDatabase({
+      dataDir: directory,
+      // Every statement answers 503 from then on; this says why, once.
+      onFailure: (error) => logger.error({ err: error }, "the embedded database's thread failed"),
+    });
   }
   return createPostgresDatabase({
     connectionString: config.DATABASE_URL,
