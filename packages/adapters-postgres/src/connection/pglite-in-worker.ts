@@ -108,6 +108,7 @@ export class PgliteInWorker implements Pick<PGlite, "query" | "close"> {
 
   /** PGlite's `listen` in the worker: `listener` hears each payload notified on `channel` once it commits. */
   async listen(channel: string, listener: (payload: string) => void): Promise<() => Promise<void>> {
+    // The listen request's own id names the subscription in the worker's notifications.
     const id = this.#nextId;
     this.#listeners.set(id, listener);
     try {
@@ -145,9 +146,10 @@ export class PgliteInWorker implements Pick<PGlite, "query" | "close"> {
       return Promise.reject(unavailable(new Error("it is closed")));
     const id = this.#nextId++;
     return new Promise((resolve, reject) => {
+      // Posted first: a value that cannot be cloned throws here and leaves nothing pending.
+      this.#worker.postMessage({ ...request, id });
       if (this.#pending.size === 0) this.#worker.ref();
       this.#pending.set(id, { resolve, reject });
-      this.#worker.postMessage({ ...request, id });
     });
   }
 
