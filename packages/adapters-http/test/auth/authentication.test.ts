@@ -1,8 +1,8 @@
 import { aUser } from "@posts/domain/testing";
 import { describe, expect, it } from "vitest";
-import { expectEnvelope, expectErrorJson } from "./support/expectations.js";
-import { claimsFor, signJwt, TEST_ISSUER, TEST_SECRET, tokenFor } from "./support/mint-token.js";
-import { buildTestApp, useTestApp } from "./support/test-app.js";
+import { expectEnvelope, expectErrorJson } from "../support/expectations.js";
+import { claimsFor, signJwt, TEST_ISSUER, TEST_SECRET, tokenFor } from "../support/mint-token.js";
+import { buildTestApp, useTestApp } from "../support/test-app.js";
 
 const base64url = (value: unknown) => Buffer.from(JSON.stringify(value)).toString("base64url");
 
