@@ -1,11 +1,13 @@
+/// <reference types="@fastify/jwt" preserve="true" />
+import fastifyJwt from "@fastify/jwt";
 import {
   DEFAULT_TOKEN_LIFETIME_MS,
   type IssuedToken,
   type TokenClaims,
   type TokenIssuer,
 } from "@posts/domain";
-// fast-jwt is the engine of @fastify/jwt; the issuer signs outside any Fastify instance, so it uses it directly.
-import { createSigner } from "fast-jwt";
+import Fastify from "fastify";
+import { jwtKeyId } from "./jwt-key-id.js";
 import { assertSecretLength } from "./jwt-secret.js";
 
 /** Options of {@link JwtTokenIssuer}. */
@@ -20,13 +22,17 @@ export interface JwtTokenIssuerOptions {
   readonly now?: () => number;
 }
 
+type Sign = (payload: Readonly<Record<string, unknown>>) => string;
+
 /**
- * Signs HS256 JWTs with the claims docs/authentication.md#what-the-token-holds lists: `iss`, `iat`, `exp` = `iat` + ttl,
- * `sub` = user id as text, `email`, and `roles` = `[{"authority": role}]`. The
- * header is `{"alg":"HS256","typ":"JWT"}`.
+ * Signs HS256 JWTs with the claims docs/authentication.md#what-the-token-holds lists: `iss`, `iat`,
+ * `exp` = `iat` + ttl, `sub` = user id as text, `email`, and `roles` = `[{"authority": role}]`. The
+ * header is `{"alg":"HS256","typ":"JWT","kid":…}`, `kid` naming the key (`jwtKeyId`), so that every
+ * instance holding it, as its current or a previous key, verifies the token with that key alone.
  */
 export class JwtTokenIssuer implements TokenIssuer {
-  readonly #sign: (payload: Record<string, unknown>) => string;
+  readonly #secret: string;
+  #sign: Promise<Sign> | undefined;
   readonly #issuer: string;
   readonly #ttlMs: number;
   readonly #now: () => number;
@@ -38,8 +44,7 @@ export class JwtTokenIssuer implements TokenIssuer {
     if (!Number.isSafeInteger(ttlMs) || ttlMs < 1000) {
       throw new RangeError("the token lifetime must be at least 1000 ms");
     }
-    // iat and exp are computed here, from one reading of the clock, so that exp = iat + ttl exactly.
-    this.#sign = createSigner({ key: options.secret, algorithm: "HS256" });
+    this.#secret = options.secret;
     this.#issuer = options.issuer;
     this.#ttlMs = ttlMs;
     this.#now = options.now ?? Date.now;
@@ -47,8 +52,11 @@ export class JwtTokenIssuer implements TokenIssuer {
 
   /** Signs a token for `claims`, valid from now for the configured lifetime. */
   async issue(claims: TokenClaims): Promise<IssuedToken> {
+    this.#sign ??= signerOf(this.#secret);
+    const sign = await this.#sign;
+    // iat and exp are computed here, from one reading of the clock, so that exp = iat + ttl exactly.
     const iat = Math.floor(this.#now() / 1000);
-    const token = this.#sign({
+    const token = sign({
       iss: this.#issuer,
       iat,
       // JWT times are whole seconds: a ttl that is not one is rounded down.
@@ -59,4 +67,15 @@ export class JwtTokenIssuer implements TokenIssuer {
     });
     return { token, expiresInMs: this.#ttlMs };
   }
+}
+
+/**
+ * @fastify/jwt's signer for `secret`, on a Fastify instance of its own that never listens: tokens
+ * are issued by the login use case, outside any reply (`reply.jwtSign`).
+ */
+async function signerOf(secret: string): Promise<Sign> {
+  const host = Fastify();
+  await host.register(fastifyJwt, { secret, sign: { algorithm: "HS256", kid: jwtKeyId(secret) } });
+  const { jwt } = host;
+  return (payload) => jwt.sign(payload);
 }

@@ -1,5 +1,8 @@
+/// <reference types="@fastify/jwt" preserve="true" />
+import fastifyJwt, { type FastifyJWTOptions } from "@fastify/jwt";
 import { type Principal, parseId } from "@posts/domain";
-import { createVerifier, type VerifierOptions } from "fast-jwt";
+import type { FastifyInstance } from "fastify";
+import type { JwtKeyRing } from "./jwt-key-ring.js";
 
 /** What {@link TokenVerifier} concludes about one `X-AUTH-TOKEN` value. */
 export type TokenVerdict =
@@ -10,13 +13,13 @@ export type TokenVerdict =
 export type TokenVerifier = (token: string) => TokenVerdict;
 
 /**
- * The options of fast-jwt's verifier (the engine of @fastify/jwt, whose gotchas TOOLCHAIN.md
- * lists): HS256 only, so `none` and every other algorithm are refused; `iss` must equal
- * `issuer`; no clock tolerance; the claims our principal needs are required. fast-jwt caches
- * each verdict by a hash of the token until `exp` at the latest, so a client that sends the same
- * token on every request costs one hash, not one HMAC and two JSON parses.
+ * The options @fastify/jwt hands to fast-jwt's verifier: HS256 only, so `none` and every other
+ * algorithm are refused; `iss` must equal `issuer`; no clock tolerance; the claims our principal
+ * needs are required. fast-jwt caches each verdict by a hash of the token until `exp` at the
+ * latest, so a client that sends the same token on every request costs one hash, not one HMAC
+ * and two JSON parses.
  */
-export function verifyOptions(issuer: string): Partial<VerifierOptions> {
+export function verifyOptions(issuer: string): NonNullable<FastifyJWTOptions["verify"]> {
   return {
     algorithms: ["HS256"],
     allowedIss: issuer,
@@ -26,38 +29,7 @@ export function verifyOptions(issuer: string): Partial<VerifierOptions> {
   };
 }
 
-/**
- * A JWT decoder that accepts a token signed with any of `keys` (the current signing key first,
- * then the keys of a rotation in progress), under the same {@link verifyOptions} for each: it
- * answers the payload, or throws fast-jwt's error. Only a signature mismatch moves on to the next
- * key; anything else (malformed, another algorithm, expired, wrong issuer) is the token's fault
- * whatever the key, and is thrown at once. A signature made with none of the keys throws the
- * mismatch. One fast-jwt verifier per key, because neither fast-jwt nor @fastify/jwt tries
- * several keys: a key function there picks one key per token and makes verification async.
- * Throws a RangeError for an empty `keys`.
- */
-export function keyRingDecoder(keys: readonly string[], issuer: string): (token: string) => unknown {
-  if (keys.length === 0) throw new RangeError("at least one verification key is needed");
-  const options = verifyOptions(issuer);
-  const verifiers = [...new Set(keys)].map((key) => createVerifier({ ...options, key }));
-  return (token) => {
-    let mismatch: unknown;
-    for (const verify of verifiers) {
-      try {
-        return verify(token);
-      } catch (error) {
-        if ((error as { code?: unknown } | null)?.code !== SIGNATURE_MISMATCH) throw error;
-        mismatch = error;
-      }
-    }
-    throw mismatch;
-  };
-}
-
-/** fast-jwt's code for a signature that the key did not make. */
-const SIGNATURE_MISMATCH = "FAST_JWT_INVALID_SIGNATURE";
-
-/** fast-jwt's code for a token whose `exp` has passed; every other failure is plainly invalid. */
+/** fast-jwt's code, as `app.jwt.verify` throws it, for a token whose `exp` has passed. */
 const EXPIRED_CODE = "FAST_JWT_EXPIRED";
 
 const POSITIVE_INTEGER = /^[1-9][0-9]*$/;
@@ -65,18 +37,44 @@ const INVALID: TokenVerdict = { valid: false, expired: false };
 const EXPIRED: TokenVerdict = { valid: false, expired: true };
 
 /**
- * Turns a JWT verification (`decode`, which throws for a bad token; {@link keyRingDecoder})
- * into the contract's verdict. A token is valid only when all of these hold: three base64url
- * parts of JSON, `alg` HS256, the HMAC signature made with one of the keys, `iss` equals the
- * issuer, `exp` present and not passed, `nbf` (if any) reached, `sub` a positive integer as text
- * that fits an id, `email` a string, and `roles` a non-empty array of `{authority: string}`; the
- * principal carries the first authority. The database is never consulted.
+ * Registers on `app` one @fastify/jwt per key of `keys`, each in a context of its own with
+ * {@link verifyOptions}, and answers the verifier of `X-AUTH-TOKEN` over them: each token is
+ * verified with the one key `keys` chooses for it (the key its `kid` names, or without a `kid`
+ * the current or a previous key), and a `kid` that names no key held is invalid.
+ *
+ * A token is valid only when all of these hold: three base64url parts of JSON, `alg` HS256, the
+ * HMAC signature made with that key, `iss` equals `issuer`, `exp` present and not passed, `nbf`
+ * (if any) reached, `sub` a positive integer as text that fits an id, `email` a string, and
+ * `roles` a non-empty array of `{authority: string}`; the principal carries the first authority.
+ * The database is never consulted.
+ *
+ * Why not one @fastify/jwt whose `secret` function picks the key: that function serves only
+ * `request.jwtVerify()`, which decodes every token (two base64 and two JSON parses) before
+ * fast-jwt's cache is asked, and merges its options anew, on every request; a static key's
+ * `app.jwt.verify` asks the cache first, reusing one fast-jwt verifier, as before keys rotated.
  */
-export function tokenVerifier(decode: (token: string) => unknown): TokenVerifier {
+export async function tokenVerifier(
+  app: FastifyInstance,
+  keys: JwtKeyRing,
+  issuer: string,
+): Promise<TokenVerifier> {
+  const options = verifyOptions(issuer);
+  const verifiers = new Map<string, (token: string) => unknown>();
+  for (const secret of keys.secrets) {
+    // Encapsulated: each context's `jwt` decorator is its own, and none reaches the routes.
+    await app.register(async (context) => {
+      await context.register(fastifyJwt, { secret, verify: options });
+      const { jwt } = context;
+      verifiers.set(secret, (token) => jwt.verify(token));
+    });
+  }
   return (token) => {
+    const key = keys.keyFor(token);
+    const verify = key === undefined ? undefined : verifiers.get(key);
+    if (verify === undefined) return INVALID;
     let payload: unknown;
     try {
-      payload = decode(token);
+      payload = verify(token);
     } catch (error) {
       return (error as { code?: unknown } | null)?.code === EXPIRED_CODE ? EXPIRED : INVALID;
     }

@@ -5,8 +5,11 @@ import { TEST_ISSUER, TEST_SECRET } from "../support/mint-token.js";
 
 const decode = (part: string | undefined) => JSON.parse(Buffer.from(part ?? "", "base64url").toString());
 
+// The RFC 7638 thumbprint of TEST_SECRET's key, as jose's calculateJwkThumbprint computes it.
+const TEST_SECRET_KID = "TLSU6rKs_7VgO0PiWBTq_z5fWfekv-K-nfgDixLsslM";
+
 describe("JwtTokenIssuer", () => {
-  it("signs HS256 with iss, iat, exp = iat + ttl, sub, email and roles", async () => {
+  it("signs HS256 with a kid, iss, iat, exp = iat + ttl, sub, email and roles", async () => {
     const now = Date.UTC(2026, 10, 22, 10, 15, 30, 999);
     const issuer = new JwtTokenIssuer({
       secret: TEST_SECRET,
@@ -17,7 +20,7 @@ describe("JwtTokenIssuer", () => {
     const issued = await issuer.issue({ subject: "7", email: "writer@example.com", roles: ["ROLE_USER"] });
     expect(issued.expiresInMs).toBe(86_400_000);
     const [header, payload, signature] = issued.token.split(".");
-    expect(decode(header)).toStrictEqual({ alg: "HS256", typ: "JWT" });
+    expect(decode(header)).toStrictEqual({ alg: "HS256", typ: "JWT", kid: TEST_SECRET_KID });
     expect(decode(payload)).toStrictEqual({
       iss: TEST_ISSUER,
       iat: Math.floor(now / 1000),
@@ -29,6 +32,29 @@ describe("JwtTokenIssuer", () => {
     expect(createHmac("sha256", TEST_SECRET).update(`${header}.${payload}`).digest("base64url")).toBe(
       signature,
     );
+  });
+
+  it("names the key in kid, the same for one key wherever it signs, never revealing it", async () => {
+    const kidOf = async (secret: string) => {
+      const issued = await new JwtTokenIssuer({ secret, issuer: TEST_ISSUER }).issue({
+        subject: "1",
+        email: "a@b.co",
+        roles: ["ROLE_USER"],
+      });
+      return decode(issued.token.split(".")[0]).kid as string;
+    };
+    const another = "another-key-that-is-at-least-32-bytes-long";
+    expect(await kidOf(TEST_SECRET)).toBe(TEST_SECRET_KID);
+    expect(await kidOf(another)).not.toBe(TEST_SECRET_KID);
+    for (const [secret, kid] of [
+      [TEST_SECRET, TEST_SECRET_KID],
+      [another, await kidOf(another)],
+    ] as const) {
+      const key = Buffer.from(secret);
+      for (const encoding of ["utf8", "base64", "base64url", "hex"] as const) {
+        expect(kid).not.toContain(key.toString(encoding).replace(/=+$/, ""));
+      }
+    }
   });
 
   it("defaults the lifetime to one day", async () => {

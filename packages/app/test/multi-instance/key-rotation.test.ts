@@ -1,4 +1,4 @@
-import { createHmac } from "node:crypto";
+import { createHash, createHmac } from "node:crypto";
 import { openTestDatabase, postgresForTests, type TestDatabase } from "@posts/adapters-postgres/testing";
 import { describeNeeding } from "@posts/domain/testing/vitest";
 import { afterAll, beforeAll, expect, it } from "vitest";
@@ -15,14 +15,33 @@ function signedWith(token: string, key: string): boolean {
   return createHmac("sha256", key).update(`${header}.${payload}`).digest("base64url") === signature;
 }
 
-/** A token with the claims the service issues, signed with `key`, minted without the service. */
-function mintToken(user: { readonly id: number; readonly email: string }, key: string): string {
+/** The `kid` the service names `key` by: its RFC 7638 thumbprint (docs/authentication.md). */
+function keyId(key: string): string {
+  const k = Buffer.from(key).toString("base64url");
+  return createHash("sha256").update(`{"k":"${k}","kty":"oct"}`).digest("base64url");
+}
+
+/** The header (`part` 0) or the payload (`part` 1) of `token`, decoded. */
+function decoded(token: string, part: 0 | 1): Record<string, unknown> {
+  return JSON.parse(Buffer.from(token.split(".")[part] ?? "", "base64url").toString());
+}
+
+/**
+ * A token with the claims the service issues, signed with `key`, minted without the service:
+ * without `kid` (by default), it is byte for byte what the service issued before tokens named
+ * their key; `exp` is `lifetimeSeconds` from now.
+ */
+function mintToken(
+  user: { readonly id: number; readonly email: string },
+  key: string,
+  { kid, lifetimeSeconds = 3600 }: { kid?: string; lifetimeSeconds?: number } = {},
+): string {
   const iat = Math.floor(Date.now() / 1000);
   const part = (value: unknown) => Buffer.from(JSON.stringify(value)).toString("base64url");
-  const input = `${part({ alg: "HS256", typ: "JWT" })}.${part({
+  const input = `${part({ alg: "HS256", typ: "JWT", ...(kid === undefined ? {} : { kid }) })}.${part({
     iss: "posts-service",
     iat,
-    exp: iat + 3600,
+    exp: iat + lifetimeSeconds,
     sub: String(user.id),
     email: user.email,
     roles: [{ authority: "ROLE_USER" }],
@@ -107,6 +126,7 @@ describeNeeding(
       const tokenOfB = await logIn(instanceB);
       expect(signedWith(tokenOfA, OLD_KEY)).toBe(true);
       expect(signedWith(tokenOfB, NEW_KEY)).toBe(true);
+      expect([decoded(tokenOfA, 0).kid, decoded(tokenOfB, 0).kid]).toEqual([keyId(OLD_KEY), keyId(NEW_KEY)]);
 
       expect(await answers(tokenOfA)).toEqual([accepted, accepted]);
       expect(await answers(tokenOfB)).toEqual([refused, accepted]);
@@ -116,6 +136,27 @@ describeNeeding(
     it("a token signed with a key in neither set is 401 on both; one minted with the old key outside them works on both", async () => {
       expect(await answers(mintToken(user, STRANGER_KEY))).toEqual([refused, refused]);
       expect(await answers(mintToken(user, OLD_KEY))).toEqual([accepted, accepted]);
+      expect(await answers(mintToken(user, OLD_KEY, { kid: keyId(OLD_KEY) }))).toEqual([accepted, accepted]);
+    });
+
+    it("a kid is checked with the key it names alone, by the instances holding that key; a kid naming no key held is 401", async () => {
+      // B holds both keys, and still refuses one key's signature under the other's kid.
+      expect(await answers(mintToken(user, NEW_KEY, { kid: keyId(OLD_KEY) }))).toEqual([refused, refused]);
+      expect(await answers(mintToken(user, OLD_KEY, { kid: keyId(NEW_KEY) }))).toEqual([refused, refused]);
+      expect(await answers(mintToken(user, NEW_KEY, { kid: keyId(NEW_KEY) }))).toEqual([refused, accepted]);
+      expect(await answers(mintToken(user, OLD_KEY, { kid: keyId(STRANGER_KEY) }))).toEqual([
+        refused,
+        refused,
+      ]);
+    });
+
+    it("a token without kid, as issued before tokens named their key, works on both until its exp, then is 401 on both", async () => {
+      const token = mintToken(user, OLD_KEY, { lifetimeSeconds: 5 });
+      expect(await answers(token)).toEqual([accepted, accepted]);
+      const expiry = ((decoded(token, 1).exp as number) + 1) * 1000;
+      await new Promise((resolve) => setTimeout(resolve, Math.max(0, expiry - Date.now())));
+      const expired = { status: 401, body: { error: "인증 토큰이 만료되었습니다." } };
+      expect(await answers(token)).toEqual([expired, expired]);
     });
 
     it(
@@ -128,16 +169,20 @@ describeNeeding(
 
         expect(await answers(tokenOfOldA)).toEqual([accepted, accepted]);
         expect(await answers(tokenOfB)).toEqual([accepted, accepted]);
-        expect(signedWith(await logIn(instanceA), NEW_KEY)).toBe(true);
+        expect(await answers(mintToken(user, OLD_KEY))).toEqual([accepted, accepted]);
+        const tokenOfNewA = await logIn(instanceA);
+        expect(signedWith(tokenOfNewA, NEW_KEY)).toBe(true);
+        expect(decoded(tokenOfNewA, 0).kid).toBe(keyId(NEW_KEY));
         expect(await answers(mintToken(user, STRANGER_KEY))).toEqual([refused, refused]);
       },
     );
 
     it(
-      "once the old key is removed from both, its tokens are 401 everywhere and the new key's still work",
+      "once the old key is removed from both, its tokens are 401 everywhere, with kid or without, and the new key's still work",
       RESTARTS,
       async () => {
         const tokenOfOldKey = mintToken(user, OLD_KEY);
+        const namedTokenOfOldKey = mintToken(user, OLD_KEY, { kid: keyId(OLD_KEY) });
         const tokenOfNewKey = await logIn(instanceB);
         [instanceA, instanceB] = await Promise.all([
           restart(instanceA, { JWT_SECRET: NEW_KEY }),
@@ -145,6 +190,7 @@ describeNeeding(
         ]);
 
         expect(await answers(tokenOfOldKey)).toEqual([refused, refused]);
+        expect(await answers(namedTokenOfOldKey)).toEqual([refused, refused]);
         expect(await answers(tokenOfNewKey)).toEqual([accepted, accepted]);
       },
     );

@@ -1,0 +1,68 @@
+import { createHmac, createSecretKey, type KeyObject, timingSafeEqual } from "node:crypto";
+import { jwtKeyId } from "./jwt-key-id.js";
+
+interface HeldKey {
+  readonly secret: string;
+  readonly hmacKey: KeyObject;
+}
+
+/**
+ * The HS256 keys tokens are verified with: the current key (`JWT_SECRET`, which signs) and the
+ * previous ones of a rotation in progress, each named by its {@link jwtKeyId}. It only chooses the
+ * key; the token is then verified with that key alone, under every other rule.
+ */
+export class JwtKeyRing {
+  /** The current key first, then the previous ones in their order, each once. */
+  readonly secrets: readonly string[];
+  readonly #byId: ReadonlyMap<string, string>;
+  readonly #held: readonly HeldKey[];
+
+  constructor(secret: string, previousSecrets: readonly string[] = []) {
+    this.secrets = [...new Set([secret, ...previousSecrets])];
+    this.#byId = new Map(this.secrets.map((key) => [jwtKeyId(key), key]));
+    this.#held = this.secrets.map((key) => ({
+      secret: key,
+      hmacKey: createSecretKey(Buffer.from(key, "utf8")),
+    }));
+  }
+
+  /**
+   * The one key `token` may be verified with, or `undefined` when its header has a `kid` that
+   * names no key held. A `kid` names its key and no other. Without one, the token is the current
+   * key's, or a previous key's when that key's HMAC is its signature: what trying the keys in turn
+   * finds, at one HMAC per key instead of one failed verification each. A signature no key made,
+   * or a header that cannot be read, gets the current key, whose verification then refuses it.
+   *
+   * Only the header's `kid` and `alg` are read here, leniently; the verification decodes the
+   * token strictly, so a token read otherwise here is refused there whatever key it gets.
+   */
+  keyFor(token: string): string | undefined {
+    const header = headerOf(token);
+    const current = this.secrets[0] as string;
+    if (header === undefined) return current;
+    const { kid, alg } = header;
+    if (kid !== undefined) return typeof kid === "string" ? this.#byId.get(kid) : undefined;
+    if (this.#held.length === 1 || alg !== "HS256") return current;
+    const end = token.lastIndexOf(".");
+    const input = token.slice(0, end);
+    const sent = Buffer.from(token.slice(end + 1), "base64url");
+    for (const { secret, hmacKey } of this.#held) {
+      const made = createHmac("sha256", hmacKey).update(input).digest();
+      // In constant time: how much of a forged signature matches must not show in the timing.
+      if (made.length === sent.length && timingSafeEqual(made, sent)) return secret;
+    }
+    return current;
+  }
+}
+
+/** The JOSE header of a compact JWT, or `undefined` when it is not a JSON object. */
+function headerOf(token: string): { readonly kid?: unknown; readonly alg?: unknown } | undefined {
+  const end = token.indexOf(".");
+  if (end < 0) return undefined;
+  try {
+    const header: unknown = JSON.parse(Buffer.from(token.slice(0, end), "base64url").toString("utf8"));
+    return typeof header === "object" && header !== null && !Array.isArray(header) ? header : undefined;
+  } catch {
+    return undefined;
+  }
+}
