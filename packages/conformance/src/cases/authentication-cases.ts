@@ -1,8 +1,22 @@
 import type { ApiClient } from "../http/api-client.js";
 import type { CaseContext, ConformanceCase } from "../runner/conformance-case.js";
-import { expectEmpty, expectEnvelope, expectErrorJson, expectStatus } from "../support/expectations.js";
+import {
+  expectEmpty,
+  expectEnvelope,
+  expectEqual,
+  expectErrorJson,
+  expectStatus,
+  expectThat,
+  objectOf,
+} from "../support/expectations.js";
 import { LOGIN, POSTS, USER } from "../support/fixture.js";
-import { type Claims, handMadeToken, INVALID_TOKEN, TokenForge } from "../support/token-forge.js";
+import {
+  type Claims,
+  decodeHeader,
+  handMadeToken,
+  INVALID_TOKEN,
+  TokenForge,
+} from "../support/token-forge.js";
 import { expectPageReply, expectPostReply, expectUserReply } from "../support/wire-shapes.js";
 
 const section = "docs/authentication.md#using-the-token";
@@ -35,6 +49,13 @@ function without(claims: Claims, name: string): Claims {
 /** The claims the service issues, built without its key (for tokens whose signature is wrong anyway). */
 function claimsOf(user: { readonly id: number; readonly email: string }, issuer: string): Claims {
   return TokenForge.withRandomKey(issuer).claimsFor(user);
+}
+
+/** The `kid` in the header of a token the service issued; a mismatch when there is none. */
+function kidOf(token: string): string {
+  const kid = objectOf(decodeHeader(token), "token header").kid;
+  expectThat(typeof kid === "string" && kid !== "", "token header kid", "a non-empty string", kid);
+  return kid as string;
 }
 
 /** docs/authentication.md#using-the-token: where a token travels, and every way it can be invalid. */
@@ -161,6 +182,69 @@ export const authenticationCases: readonly ConformanceCase[] = [
       if (me.id !== writer.id) throw new Error(`the forged token named user ${me.id}, not ${writer.id}`);
       const created = await api.post(POSTS, { token, json: { title: "위조 토큰", content: "본문" } });
       expectStatus(created, 201);
+    },
+  },
+  {
+    section,
+    name: "a token the service issues names its key in kid, the same at every login",
+    async run({ fixture }) {
+      const writer = await fixture.shared("writer");
+      const again = await fixture.logIn(writer.email, writer.password);
+      expectEqual(kidOf(again), kidOf(writer.token), "kid of a second login's token");
+    },
+  },
+  {
+    section,
+    name: "the kid is the key's RFC 7638 thumbprint, never the key nor an encoding of it",
+    needsSecret: true,
+    async run({ fixture, forge, options }) {
+      const writer = await fixture.shared("writer");
+      const kid = kidOf(writer.token);
+      expectEqual(kid, await forge.keyId(), "kid, against the thumbprint of --jwt-secret");
+      const key = Buffer.from(options.jwtSecret ?? "", "utf8");
+      for (const encoding of ["utf8", "base64", "base64url", "hex"] as const) {
+        const encoded = key.toString(encoding).replace(/=+$/, "");
+        expectThat(!kid.includes(encoded), "kid", `not containing the key (${encoding})`, kid);
+      }
+    },
+  },
+  {
+    section,
+    name: "a token naming the service's key in kid, signed by another key → 401",
+    async run({ api, fixture, options }) {
+      const writer = await fixture.shared("writer");
+      const stranger = TokenForge.withRandomKey(options.jwtIssuer);
+      await expectRefused(api, await stranger.sign(stranger.claimsFor(writer), "HS256", kidOf(writer.token)));
+    },
+  },
+  {
+    section,
+    name: "a token forged with --jwt-secret is accepted naming its key in kid, as without kid",
+    needsSecret: true,
+    async run({ api, fixture, forge }) {
+      const writer = await fixture.shared("writer");
+      for (const kid of [await forge.keyId(), undefined]) {
+        const token = await forge.sign(forge.claimsFor(writer), "HS256", kid);
+        const me = expectUserReply(await api.get(USER, { token }), 200);
+        expectEqual(
+          me.id,
+          writer.id,
+          `id of the user a token ${kid === undefined ? "without" : "with"} kid names`,
+        );
+      }
+    },
+  },
+  {
+    section,
+    name: "a kid that names no key the service holds → 401, even over a signature by --jwt-secret",
+    needsSecret: true,
+    async run({ api, fixture, forge, options }) {
+      const writer = await fixture.shared("writer");
+      const claims = forge.claimsFor(writer);
+      const unknownKid = await TokenForge.withRandomKey(options.jwtIssuer).keyId();
+      for (const kid of [unknownKid, "no-such-key", options.jwtSecret ?? ""]) {
+        await expectRefused(api, await forge.sign(claims, "HS256", kid));
+      }
     },
   },
   refusesClaims("an expired token → 401 (exp a few seconds ago: no clock skew)", (claims) => ({

@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { SignJWT } from "jose";
+import { calculateJwkThumbprint, SignJWT } from "jose";
 
 /** The claims of a token, as the service issues them or deliberately otherwise. */
 export type Claims = Record<string, unknown>;
@@ -40,9 +40,19 @@ export class TokenForge {
     };
   }
 
-  /** Signs `claims` exactly as given (nothing added) with the header `{alg, typ: "JWT"}`. */
-  sign(claims: Claims, algorithm: HmacAlgorithm = "HS256"): Promise<string> {
-    return new SignJWT(claims).setProtectedHeader({ alg: algorithm, typ: "JWT" }).sign(this.#key);
+  /**
+   * Signs `claims` exactly as given (nothing added) with the header `{alg, typ: "JWT"}`, and
+   * `kid` when one is given.
+   */
+  sign(claims: Claims, algorithm: HmacAlgorithm = "HS256", kid?: string): Promise<string> {
+    return new SignJWT(claims)
+      .setProtectedHeader({ alg: algorithm, typ: "JWT", ...(kid === undefined ? {} : { kid }) })
+      .sign(this.#key);
+  }
+
+  /** The `kid` the service gives this key (docs/authentication.md): its RFC 7638 JWK thumbprint. */
+  keyId(): Promise<string> {
+    return calculateJwkThumbprint({ kty: "oct", k: Buffer.from(this.#key).toString("base64url") }, "sha256");
   }
 }
 
