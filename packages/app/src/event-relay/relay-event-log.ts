@@ -3,11 +3,20 @@ import { waitUntil } from "../wait-until.js";
 
 /** What the relay needs of the service's change event log: reading, and being told of new numbers. */
 export interface NumberedEventSource<E> {
-  readAfter(after: number, limit: number): Promise<readonly E[]>;
+  /** At most `limit` events above `after`, stopping after the one that reaches `maxBytes`. */
+  readAfter(after: number, limit: number, maxBytes: number): Promise<readonly E[]>;
   lastNumber(): Promise<number>;
   /** Calls `listener` with the newest number whenever events were numbered; answers how to stop. */
   subscribe(listener: (lastNumber: number) => void): () => void;
 }
+
+/**
+ * The most bytes of events one read of the relay holds, past its first event. The relay reads
+ * batches of many events; with posts of up to the body limit each, a batch bounded only in count
+ * could hold gigabytes. A batch cut short is followed at once by the next read, as more events are
+ * known to exist, so the bound costs no delay.
+ */
+export const RELAY_READ_MAX_BYTES = 4 * 1024 * 1024;
 
 /**
  * The event log as the relay reads it: each event serialized by `toRelayed` (the same CloudEvent
@@ -50,7 +59,8 @@ export function relayEventLogOf<E>(
     ));
 
   return {
-    readAfter: async (after, limit) => (await source.readAfter(after, limit)).map(toRelayed),
+    readAfter: async (after, limit) =>
+      (await source.readAfter(after, limit, RELAY_READ_MAX_BYTES)).map(toRelayed),
     waitForNew: async (after, signal) => {
       // Failing, it resolves at once: the relay's next read meets the same failure and reports it.
       if (!(await learn())) return;

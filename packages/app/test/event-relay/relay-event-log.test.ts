@@ -1,6 +1,10 @@
 import { getEventListeners } from "node:events";
 import { describe, expect, it } from "vitest";
-import { type NumberedEventSource, relayEventLogOf } from "../../src/event-relay/relay-event-log.js";
+import {
+  type NumberedEventSource,
+  RELAY_READ_MAX_BYTES,
+  relayEventLogOf,
+} from "../../src/event-relay/relay-event-log.js";
 
 interface Numbered {
   readonly number: number;
@@ -16,16 +20,21 @@ function source(): NumberedEventSource<Numbered> & {
   asked: number;
   /** Makes `lastNumber` fail until set back to false. */
   failing: boolean;
+  /** The byte bound of each read, in order. */
+  readBounds: number[];
 } {
   let last = 0;
   const listeners = new Set<(n: number) => void>();
   return {
     asked: 0,
     failing: false,
-    readAfter: async (after, limit) =>
-      Array.from({ length: Math.max(0, Math.min(limit, last - after)) }, (_, i) => ({
+    readBounds: [],
+    async readAfter(after, limit, maxBytes) {
+      this.readBounds.push(maxBytes);
+      return Array.from({ length: Math.max(0, Math.min(limit, last - after)) }, (_, i) => ({
         number: after + i + 1,
-      })),
+      }));
+    },
     async lastNumber() {
       this.asked += 1;
       if (this.failing) throw new Error("the log cannot be read");
@@ -55,6 +64,13 @@ const toRelayed = (event: Numbered) => ({
 });
 
 describe("relayEventLogOf", () => {
+  it("bounds every read in bytes, so a batch of large posts cannot hold more than a few MiB", async () => {
+    const log = source();
+    log.advance(3);
+    await relayEventLogOf(log, toRelayed).readAfter(0, 256);
+    expect(log.readBounds).toEqual([RELAY_READ_MAX_BYTES]);
+  });
+
   it("reads the events serialized, in order", async () => {
     const log = source();
     log.advance(3);
