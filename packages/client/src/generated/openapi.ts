@@ -64,7 +64,7 @@ export interface paths {
         };
         /**
          * Follow every change of posts, in order: Server-Sent Events or JSON pages
-         * @description Each change is one event, numbered 1, 2, 3, … for the whole service with no gap. With Accept naming text/event-stream with a q above 0 and no lower than application/json's, a stream of `id`/`event`/`data` messages (data: the CloudEvent on one line) from after Last-Event-ID or ?after= (else from now on), a comment line at least every 15 s, and `event: reset` with data {"oldest": n} first when resuming before the oldest event kept. Otherwise one JSON page after ?after= (default 0) of at most ?limit= events.
+         * @description Each change is one event, numbered 1, 2, 3, … for the whole service with no gap. With Accept naming text/event-stream with a q above 0 and no lower than application/json's, a stream of `id`/`event`/`data` messages (data: the CloudEvent on one line) from after Last-Event-ID or ?after= (else from now on), a comment line at least every 15 s, and `event: reset` with data {"oldest": n} first when resuming before the oldest event kept. Otherwise one JSON page after ?after= (default 0) of at most ?limit= events, stopping after its first event once it holds 1 MiB of events (next continues it).
          */
         get: operations["listChangeEvents"];
         put?: never;
@@ -492,6 +492,17 @@ export interface operations {
             /** @description JSON page after events no longer kept: "Gone", with the oldest kept in message */
             410: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description A stream past the cap of open streams, in all or from this address; see Retry-After */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
