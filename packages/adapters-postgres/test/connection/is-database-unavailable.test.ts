@@ -100,13 +100,12 @@ describeNeeding(postgres, "errors from a PostgreSQL server", () => {
   it("recognizes a connection the server terminated during a statement", async () => {
     const { db } = open({ applicationName: "terminated-while-busy" });
     const running = failureOf(sql`SELECT pg_sleep(10)`.execute(db));
-    for (
-      let i = 0;
-      i < 100 && !(await terminate("terminated-while-busy")).rows.some((row) => row.terminated);
-      i++
-    ) {
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
+    await expect
+      .poll(async () => (await terminate("terminated-while-busy")).rows.some((row) => row.terminated), {
+        timeout: 5000,
+        interval: 20,
+      })
+      .toBe(true);
     const error = await running;
     expect(isDatabaseUnavailable(error)).toBe(true);
   });
@@ -119,7 +118,7 @@ describeNeeding(postgres, "errors from a PostgreSQL server", () => {
     });
     await sql`SELECT 1`.execute(db);
     expect((await terminate("terminated-while-idle")).rows).toEqual([{ terminated: true }]);
-    for (let i = 0; i < 100 && idleErrors.length === 0; i++) await new Promise((r) => setTimeout(r, 20));
+    await expect.poll(() => idleErrors.length, { timeout: 5000, interval: 20 }).toBeGreaterThan(0);
     expect(idleErrors).toHaveLength(1);
     expect(isDatabaseUnavailable(idleErrors[0])).toBe(true);
     expect((await sql<{ one: number }>`SELECT 1 AS one`.execute(db)).rows).toEqual([{ one: 1 }]);

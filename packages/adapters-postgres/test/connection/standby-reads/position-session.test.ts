@@ -82,21 +82,23 @@ describeNeeding(postgres, "statements on the listening session", () => {
     const [before] = await once<{ pid: number }>(session, "probe_pid", "SELECT pg_backend_pid() AS pid");
     await observer.query("SELECT pg_terminate_backend($1)", [before?.pid]);
     let failed = 0;
-    let after: number | undefined;
-    const deadline = Date.now() + 5000;
-    while (after === undefined || after === before?.pid) {
-      if (Date.now() > deadline) throw new Error("no new session within 5 s");
-      const answer = session.prepared("probe_pid", "SELECT pg_backend_pid() AS pid");
-      if (answer !== undefined) {
+    const after = await vi.waitFor(
+      async () => {
+        const answer = session.prepared("probe_pid", "SELECT pg_backend_pid() AS pid");
+        if (answer === undefined) throw new Error("the session is not open yet");
+        let pid: number | undefined;
         try {
-          after = ((await answer) as { pid: number }[])[0]?.pid;
-        } catch {
+          pid = ((await answer) as { pid: number }[])[0]?.pid;
+        } catch (error) {
           failed += 1;
+          throw error;
         }
-      }
-      await new Promise((resolve) => setTimeout(resolve, 10));
-    }
-    expect(after).not.toBe(before?.pid);
+        expect(pid).toBeDefined();
+        expect(pid, "no new session").not.toBe(before?.pid);
+        return pid;
+      },
+      { timeout: 5000, interval: 10 },
+    );
     // The one statement the ended session was asked, at most, failed: none after it.
     expect(failed).toBeLessThanOrEqual(1);
     expect(await backendsOf(session.applicationName)).toEqual([after]);
