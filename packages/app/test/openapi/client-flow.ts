@@ -4,6 +4,7 @@
 import { strict as assert } from "node:assert";
 import { randomUUID } from "node:crypto";
 import createClient, { type Middleware } from "openapi-fetch";
+import { expect } from "vitest";
 import type { components, paths } from "./generated/posts-api.js";
 
 type Post = components["schemas"]["Post"];
@@ -195,11 +196,11 @@ export async function runClientFlow(baseUrl: string, middleware: Middleware): Pr
  * waits for its last change before reading. Plain fetch: these polls are not the flow's calls.
  */
 async function feedReaches(baseUrl: string, text: string): Promise<void> {
-  const deadline = Date.now() + 10_000;
-  for (;;) {
-    const page = await (await fetch(`${baseUrl}/api/v1/posts/events?after=0&limit=1000`)).text();
-    if (page.includes(text)) return;
-    assert.ok(Date.now() < deadline, `the feed never showed ${text}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
+  await expect
+    .poll(
+      async () =>
+        (await (await fetch(`${baseUrl}/api/v1/posts/events?after=0&limit=1000`)).text()).includes(text),
+      { message: `the feed never showed ${text}`, timeout: 10_000, interval: 50 },
+    )
+    .toBe(true);
 }

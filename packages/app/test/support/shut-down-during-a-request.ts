@@ -1,5 +1,4 @@
 import { request } from "node:http";
-import { setTimeout as sleep } from "node:timers/promises";
 import { expect } from "vitest";
 import type { ListeningService } from "./service-process.js";
 
@@ -53,18 +52,18 @@ export async function shutDownDuringARequest(service: ListeningService, token: s
 }
 
 async function expectRefusesNewConnections(url: string) {
-  const deadline = Date.now() + 5000;
-  for (;;) {
-    const refused = await new Promise<boolean>((resolve) => {
-      const probe = request(`${url}/health`, { agent: false }, (response) => {
-        response.resume();
-        resolve(false);
-      });
-      probe.on("error", () => resolve(true));
-      probe.end();
-    });
-    if (refused) return;
-    expect(Date.now(), "the service still accepts connections after SIGTERM").toBeLessThan(deadline);
-    await sleep(50);
-  }
+  await expect
+    .poll(
+      () =>
+        new Promise<boolean>((resolve) => {
+          const probe = request(`${url}/health`, { agent: false }, (response) => {
+            response.resume();
+            resolve(false);
+          });
+          probe.on("error", () => resolve(true));
+          probe.end();
+        }),
+      { message: "the service still accepts connections after SIGTERM", timeout: 5000, interval: 50 },
+    )
+    .toBe(true);
 }
