@@ -1,6 +1,6 @@
 import { execFile, execFileSync } from "node:child_process";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, inject, it, vi } from "vitest";
 import { attachTopology, PGBOUNCER_POOL_SIZE, PORTS, ROOT, sql, type Topology } from "../topology.js";
 
 /**
@@ -313,18 +313,18 @@ describe("the service on the topology", () => {
     } finally {
       await topology.startServer("primary");
     }
-    const deadline = Date.now() + 30_000;
-    let status = 0;
-    while (Date.now() < deadline) {
-      const write = await send(topology.url, "POST", "/api/v1/posts", user, { title: "after", content: "c" });
-      status = write.status;
-      if (status === 201) {
-        const read = await send(topology.url, "GET", `/api/v1/posts/${idOf(write)}`);
-        expect(read.status).toBe(200);
-        break;
-      }
-      await new Promise((resolve) => setTimeout(resolve, 250));
-    }
-    expect(status).toBe(201);
+    const write = await vi.waitFor(
+      async () => {
+        const write = await send(topology.url, "POST", "/api/v1/posts", user, {
+          title: "after",
+          content: "c",
+        });
+        expect(write.status).toBe(201);
+        return write;
+      },
+      { timeout: 30_000, interval: 250 },
+    );
+    const read = await send(topology.url, "GET", `/api/v1/posts/${idOf(write)}`);
+    expect(read.status).toBe(200);
   });
 });

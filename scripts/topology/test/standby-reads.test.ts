@@ -65,16 +65,18 @@ async function pauseReplay(...standbys: ServerName[]): Promise<void> {
   for (const standby of standbys) await onStandby(standby, "SELECT pg_wal_replay_pause()");
   await write(0, 0);
   for (const standby of standbys) {
-    const deadline = Date.now() + 10_000;
-    for (;;) {
-      const [row] = await sql<{ state: string }>(
-        topology.directUrl(standby),
-        "SELECT pg_get_wal_replay_pause_state() AS state",
-      );
-      if (row?.state === "paused") break;
-      if (Date.now() > deadline) throw new Error(`${standby} did not pause its replay`);
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
+    await expect
+      .poll(
+        async () =>
+          (
+            await sql<{ state: string }>(
+              topology.directUrl(standby),
+              "SELECT pg_get_wal_replay_pause_state() AS state",
+            )
+          )[0]?.state,
+        { message: `${standby} did not pause its replay`, timeout: 10_000, interval: 20 },
+      )
+      .toBe("paused");
   }
 }
 
@@ -138,6 +140,7 @@ describe("reads on standbys", () => {
       expect(await read(run, 8)).toBe(value);
     };
     // The first read finds no session open (its position comes from the pool) and opens it.
+    // Not a poll: each turn is a write read back, whose check must fail the test, not be retried.
     const deadline = Date.now() + 5000;
     while (!asksPosition(await session())) {
       if (Date.now() > deadline) throw new Error("the listening session asked no position within 5 s");
@@ -283,11 +286,7 @@ describe("a standby stopped under load", () => {
       await new Promise((resolve) => setTimeout(resolve, 1000));
       expect(statsOf(handle).standbys[1]?.reads ?? 0).toBeGreaterThan(whileDown);
       await topology.startServer("standby1");
-      const back = Date.now();
-      while (statsOf(handle).standbys[0]?.up !== true && Date.now() - back < 10_000) {
-        await new Promise((resolve) => setTimeout(resolve, 100));
-      }
-      expect(statsOf(handle).standbys[0]?.up).toBe(true);
+      await expect.poll(() => statsOf(handle).standbys[0]?.up, { timeout: 10_000, interval: 100 }).toBe(true);
       const rejoined = statsOf(handle).standbys[0]?.reads ?? 0;
       await new Promise((resolve) => setTimeout(resolve, 1500));
       expect(statsOf(handle).standbys[0]?.reads ?? 0).toBeGreaterThan(rejoined);
