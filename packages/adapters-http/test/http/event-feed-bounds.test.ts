@@ -36,12 +36,11 @@ async function scrape(testApp: TestApp): Promise<(series: string) => number> {
 /** The value of one series at GET /metrics. */
 const metric = async (testApp: TestApp, series: string) => (await scrape(testApp))(series);
 
+/** Asks `check` every 25 ms until it answers true; fails, naming `what`, after `timeoutMs`. */
 async function eventually(check: () => Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`not within ${timeoutMs} ms: ${what}`);
-    await sleep(25);
-  }
+  await expect
+    .poll(check, { timeout: timeoutMs, interval: 25, message: `not within ${timeoutMs} ms: ${what}` })
+    .toBe(true);
 }
 
 /**
