@@ -1,6 +1,5 @@
 import { STATUS_CODES } from "node:http";
 import type { AddressInfo } from "node:net";
-import { setTimeout as sleep } from "node:timers/promises";
 import type { ChangeEventLog } from "@posts/domain";
 import { InMemoryChangeEventLog } from "@posts/domain/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -194,7 +193,7 @@ describe("an event stream asked for while the app closes", () => {
     const answer = send(port, { method: "GET", path: EVENTS, headers: { accept: "text/event-stream" } });
     await reading;
     const closing = testApp.app.close();
-    while (testApp.app.server.listening) await sleep(10);
+    await expect.poll(() => testApp.app.server.listening, { timeout: 20_000, interval: 10 }).toBe(false);
     release();
 
     const { status, headers, body } = await answer;

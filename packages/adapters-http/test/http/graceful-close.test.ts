@@ -38,7 +38,8 @@ function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
 }
 
 async function untilStoppedListening(testApp: TestApp): Promise<void> {
-  while (testApp.app.server.listening) await sleep(10);
+  // The test's own timeout (20 s) is the deadline.
+  await expect.poll(() => testApp.app.server.listening, { timeout: 20_000, interval: 10 }).toBe(false);
 }
 
 describe("closing the app while clients keep their connections open", () => {
