@@ -73,6 +73,8 @@ describe("the primary's position", () => {
     await tick();
     expect(calls).toHaveLength(1);
     during.push(position.afterNow());
+    // A loop, not vi.waitFor: the time to the second statement is measured, so every turn of the
+    // event loop is looked at rather than every interval.
     while (calls.length < 2) await tick();
     expect(performance.now() - answeredAt).toBeGreaterThanOrEqual(35);
     calls[1]?.answer([{ position: "0/200" }]);
@@ -93,6 +95,7 @@ describe("the primary's position", () => {
       await first;
       const answeredAt = performance.now();
       const second = position.afterNow();
+      // Looked at every turn of the event loop, as above: the wait is what is measured.
       while (calls.length < 2) await tick();
       const waited = performance.now() - answeredAt;
       calls[1]?.answer([{ position: "0/200" }]);
