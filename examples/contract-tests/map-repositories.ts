@@ -5,7 +5,8 @@ import { applyOwnedUpdate, checkOwnedWrite, err, IdempotencyKeyMemory, ok, pageR
  * Users, posts and idempotency keys in memory: an adapter of the domain's repository ports written
  * outside the posts project, deciding by the rules `@posts/domain` exports for such stores. Records
  * are replaced, never changed, so what a caller holds stays as it got it; and no method awaits
- * between reading and writing, so each one is atomic.
+ * between reading and writing, so each one is atomic. Its posts half is examples/embed-domain's
+ * store: each example installs and reads on its own, so neither imports the other.
  */
 export function mapRepositories(): { posts: PostRepository; users: UserRepository } {
   const users = new Map<number, User>();

@@ -6,7 +6,8 @@ import { applyOwnedUpdate, checkOwnedWrite, IdempotencyKeyMemory, ok, pageReader
  * `@posts/domain` exports for stores that decide in memory. The authors are its own accounts, never
  * deleted, so no post or idempotency key outlives its author. A post is replaced, never changed,
  * so what a caller holds stays as it got it; and no method awaits between reading and writing, so
- * each one is atomic.
+ * each one is atomic. Its posts half is the one in examples/contract-tests: each example installs
+ * and reads on its own, so neither imports the other.
  */
 export function mapPostStore(accounts: ReadonlyMap<number, string>): PostRepository {
   const posts = new Map<number, Post>();
