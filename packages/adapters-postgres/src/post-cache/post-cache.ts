@@ -14,7 +14,10 @@ export interface PostCacheOptions {
   readonly alwaysThroughCache?: boolean;
 }
 
-/** What a {@link PostCache} has done since it was made, and holds now. */
+/**
+ * What a {@link PostCache} has done since it was made, and holds now. adapters-http declares the
+ * same shape for /metrics, as adapters never import one another; the app checks that they agree.
+ */
 export interface PostCacheStats {
   /** Posts a page found in the cache at the version it lists. */
   readonly hits: number;

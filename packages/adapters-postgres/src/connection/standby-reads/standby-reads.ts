@@ -48,7 +48,10 @@ export interface StandbyStats {
   readonly checks: number;
 }
 
-/** What the standby reads have done since they were made (GET /metrics). */
+/**
+ * What the standby reads have done since they were made (GET /metrics). adapters-http declares the
+ * slice /metrics shows, as adapters never import one another; the app checks that they agree.
+ */
 export interface StandbyReadStats {
   readonly standbys: readonly StandbyStats[];
   /** Reads answered by the primary instead of a standby, by reason. */
