@@ -105,7 +105,8 @@ function hostileRequestsAgainst(start: () => Promise<ListeningService>, cleanUp:
   };
 
   // Events are numbered shortly after their change commits (docs/change-events.md#how-numbers-are-given):
-  // after an accepted write, the feed is given time to show it before the next comparison.
+  // after an accepted write, the feed is given time to show it before the next comparison. A loop,
+  // not expect.poll: not every accepted write adds an event, so running out of time is no failure.
   const feedShowsMoreThan = async (end: number): Promise<void> => {
     const deadline = performance.now() + 2 * ANSWER_WITHIN_MS;
     while ((await readFeedEnd()) === end && performance.now() < deadline) {
