@@ -111,6 +111,7 @@ async function load(
   const end = started + seconds * 1000;
   await Promise.all(
     Array.from({ length: connections }, async () => {
+      // A load generator, not a wait: each connection sends requests back to back until the end.
       while (performance.now() < end) {
         const i = n;
         n += 1;

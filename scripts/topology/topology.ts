@@ -135,6 +135,10 @@ function tailOf(file: string, lines = 30): string {
   }
 }
 
+/**
+ * Asks `attempt` every 100 ms until it answers a value, failing with `what` after `timeoutMs`. Not
+ * vi.waitFor: the command line (cli.ts) starts the topology outside vitest.
+ */
 async function until<T>(what: string, timeoutMs: number, attempt: () => Promise<T | undefined>): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let last: unknown;
