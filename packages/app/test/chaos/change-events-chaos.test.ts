@@ -237,7 +237,10 @@ describeNeeding(
 
       // The chaos, at fixed points of the writing.
       const reach = async (writes: number) => {
-        while (ledger.writes < writes) await sleep(20);
+        // The test's own timeout (240 s) is the deadline.
+        await expect
+          .poll(() => ledger.writes, { timeout: 240_000, interval: 20 })
+          .toBeGreaterThanOrEqual(writes);
       };
       const killPublisher = async () => {
         const victim = currentFleet.publisher();
@@ -343,6 +346,7 @@ describeNeeding(
       // Every follower's stream, across all its reconnections, is one contiguous run up to N.
       // A quick run may end its writes before every follower was dropped a few times: they go on
       // being dropped and resuming until each has, so every stream is checked across reconnections.
+      // A loop, not vi.waitFor: running out of time is judged by the checks below, stream by stream.
       const resumedBy = Date.now() + 30_000;
       while (followers.some(({ record }) => record.connections <= 3) && Date.now() < resumedBy)
         await sleep(100);
@@ -355,6 +359,7 @@ describeNeeding(
       }
 
       // The stream holds exactly events 1..N, once each, in order, as the feed serves them.
+      // A loop, not vi.waitFor: a stream still short after 30 s is shown by the comparison below.
       const caughtUpFrom = Date.now();
       let stream = await readStream(nats.url);
       while (stream.length < last && Date.now() - caughtUpFrom < 30_000) {
