@@ -249,35 +249,6 @@ export const genericErrorCases: readonly ConformanceCase[] = [
       expectEqual(registered.headers.get("location"), null, `${registered.request}: Location`);
     },
   },
-  {
-    section,
-    name: "a body framed by both Content-Length and Transfer-Encoding → 400 envelope; neither it nor the request hidden behind it writes anything",
-    async run({ options, fixture }) {
-      const writer = await fixture.register("framing");
-      const id = await fixture.createPost(writer, { title: "남아 있는 글" });
-      const json = JSON.stringify({ title: "smuggled", content: "smuggled" });
-      // Read by Transfer-Encoding, the body ends at the last chunk and a DELETE follows on the
-      // same connection; read by Content-Length, that DELETE is part of the body.
-      const hidden = `DELETE ${POSTS}/${id} HTTP/1.1\r\nHost: ${options.baseUrl.host}\r\nX-AUTH-TOKEN: ${writer.token}\r\n\r\n`;
-      const reply = await sendRaw(options.baseUrl, {
-        method: "POST",
-        path: POSTS,
-        headers: {
-          "Content-Type": "application/json",
-          "X-AUTH-TOKEN": writer.token,
-          "Transfer-Encoding": "chunked",
-          Connection: "keep-alive",
-        },
-        body: `${Buffer.byteLength(json).toString(16)}\r\n${json}\r\n0\r\n\r\n${hidden}`,
-      });
-      expectEnvelope(reply, 400, POSTS);
-      expectEqual(
-        (await fixture.postsOf(writer)).map((post) => [post.id, post.title]),
-        [[id, "남아 있는 글"]],
-        `posts of user ${writer.id}`,
-      );
-    },
-  },
   earlyAnswer("invalid token", 401, "error", async () => ({
     method: "POST",
     path: POSTS,
