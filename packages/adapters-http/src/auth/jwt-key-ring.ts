@@ -1,6 +1,13 @@
 import { createHmac, createSecretKey, type KeyObject, timingSafeEqual } from "node:crypto";
 import { jwtKeyId } from "./jwt-key-id.js";
 
+/**
+ * How many distinct headers {@link JwtKeyRing.keyFor} remembers. The service's own tokens share
+ * one header per key, so a handful is all that ever hits; the bound keeps headers a client varies
+ * at will from growing the memory.
+ */
+const REMEMBERED_HEADERS = 64;
+
 interface HeldKey {
   readonly secret: string;
   readonly hmacKey: KeyObject;
@@ -16,6 +23,8 @@ export class JwtKeyRing {
   readonly secrets: readonly string[];
   readonly #byId: ReadonlyMap<string, string>;
   readonly #held: readonly HeldKey[];
+  /** The key a header whose `kid` names a held key chooses, by the header's base64url text. */
+  readonly #byHeader = new Map<string, string>();
 
   constructor(secret: string, previousSecrets: readonly string[] = []) {
     this.secrets = [...new Set([secret, ...previousSecrets])];
@@ -37,11 +46,20 @@ export class JwtKeyRing {
    * token strictly, so a token read otherwise here is refused there whatever key it gets.
    */
   keyFor(token: string): string | undefined {
+    // The choice for a header with a `kid` is a function of the header's text alone, so it is
+    // remembered: every request then skips decoding and parsing a header it has seen.
+    const segment = token.slice(0, Math.max(0, token.indexOf(".")));
+    const remembered = this.#byHeader.get(segment);
+    if (remembered !== undefined) return remembered;
     const header = headerOf(token);
     const current = this.secrets[0] as string;
     if (header === undefined) return current;
     const { kid, alg } = header;
-    if (kid !== undefined) return typeof kid === "string" ? this.#byId.get(kid) : undefined;
+    if (kid !== undefined) {
+      const named = typeof kid === "string" ? this.#byId.get(kid) : undefined;
+      if (named !== undefined && this.#byHeader.size < REMEMBERED_HEADERS) this.#byHeader.set(segment, named);
+      return named;
+    }
     if (this.#held.length === 1 || alg !== "HS256") return current;
     const end = token.lastIndexOf(".");
     const input = token.slice(0, end);

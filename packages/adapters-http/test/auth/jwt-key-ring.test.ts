@@ -50,4 +50,17 @@ describe("JwtKeyRing", () => {
     }
     expect(ring.keyFor("no-dots")).toBe(CURRENT);
   });
+
+  it("answers the same for a header seen before, and past the headers it remembers", () => {
+    const remembering = new JwtKeyRing(CURRENT, [PREVIOUS]);
+    for (let round = 0; round < 2; round += 1) {
+      for (let variant = 0; variant < 100; variant += 1) {
+        const secret = variant % 2 === 0 ? CURRENT : PREVIOUS;
+        const header = { alg: "HS256", kid: jwtKeyId(secret), variant };
+        expect(remembering.keyFor(token(UNKNOWN, header))).toBe(secret);
+      }
+      expect(remembering.keyFor(token(CURRENT, { alg: "HS256", kid: jwtKeyId(UNKNOWN) }))).toBeUndefined();
+      expect(remembering.keyFor(token(PREVIOUS))).toBe(PREVIOUS);
+    }
+  });
 });
