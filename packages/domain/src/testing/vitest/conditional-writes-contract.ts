@@ -8,25 +8,26 @@ const at = (offsetMs: number) => new Date(CREATED_AT.getTime() + offsetMs);
  * The post repository's conditional writes: `expectedVersions` on update and delete, checked
  * after not-found and not-author, atomically with the write. Part of `postRepositoryContract`.
  */
-export function conditionalWritesContract({ fixture, spec, newAuthor, newPost }: PostContractContext): void {
-  const stored = (id: number) => fixture().posts.findById(id);
-
+export function conditionalWritesContract({
+  fixture,
+  spec,
+  newAuthor,
+  newPost,
+  stored,
+  updateByAuthor,
+}: PostContractContext): void {
   describe("conditional update", () => {
     spec("happens when the post is at an expected version, and answers the new version", async () => {
       const author = await newAuthor();
       const post = await newPost(author, { createdAt: CREATED_AT });
-      const first = await fixture().posts.update({
-        id: post.id,
-        authorId: author.id,
+      const first = await updateByAuthor(post, {
         changes: { title: "first" },
         now: at(1000),
         expectedVersions: [post.updatedAt],
       });
       expect(first).toStrictEqual({ ok: true, value: { ...post, title: "first", updatedAt: at(1000) } });
       // Several versions: any one of them matching is enough.
-      const second = await fixture().posts.update({
-        id: post.id,
-        authorId: author.id,
+      const second = await updateByAuthor(post, {
         changes: { content: "second" },
         now: at(2000),
         expectedVersions: [at(-5), at(1000), at(99_999)],
@@ -40,15 +41,8 @@ export function conditionalWritesContract({ fixture, spec, newAuthor, newPost }:
     spec("fails with version-mismatch and changes nothing on a stale version", async () => {
       const author = await newAuthor();
       const post = await newPost(author, { createdAt: CREATED_AT });
-      const moved = await fixture().posts.update({
-        id: post.id,
-        authorId: author.id,
-        changes: { title: "moved on" },
-        now: at(1000),
-      });
-      const stale = await fixture().posts.update({
-        id: post.id,
-        authorId: author.id,
+      const moved = await updateByAuthor(post, { changes: { title: "moved on" }, now: at(1000) });
+      const stale = await updateByAuthor(post, {
         changes: { title: "stale", content: "stale" },
         now: at(2000),
         expectedVersions: [post.updatedAt],
@@ -62,13 +56,7 @@ export function conditionalWritesContract({ fixture, spec, newAuthor, newPost }:
       const post = await newPost(author, { createdAt: CREATED_AT });
       for (const near of [at(-1), at(1)]) {
         expect(
-          await fixture().posts.update({
-            id: post.id,
-            authorId: author.id,
-            changes: { title: "x" },
-            now: at(1000),
-            expectedVersions: [near],
-          }),
+          await updateByAuthor(post, { changes: { title: "x" }, now: at(1000), expectedVersions: [near] }),
         ).toStrictEqual({ ok: false, error: "version-mismatch" });
       }
       expect(await stored(post.id)).toStrictEqual(post);
@@ -78,13 +66,7 @@ export function conditionalWritesContract({ fixture, spec, newAuthor, newPost }:
       const author = await newAuthor();
       const post = await newPost(author);
       expect(
-        await fixture().posts.update({
-          id: post.id,
-          authorId: author.id,
-          changes: { title: "x" },
-          now: at(1000),
-          expectedVersions: [],
-        }),
+        await updateByAuthor(post, { changes: { title: "x" }, now: at(1000), expectedVersions: [] }),
       ).toStrictEqual({ ok: false, error: "version-mismatch" });
       expect(await stored(post.id)).toStrictEqual(post);
     });
@@ -125,9 +107,7 @@ export function conditionalWritesContract({ fixture, spec, newAuthor, newPost }:
         const post = await newPost(author, { createdAt: CREATED_AT });
         const results = await Promise.all(
           Array.from({ length: 6 }, (_, i) =>
-            fixture().posts.update({
-              id: post.id,
-              authorId: author.id,
+            updateByAuthor(post, {
               changes: i % 2 === 0 ? { title: `title ${i}` } : { content: `content ${i}` },
               now: CREATED_AT,
               expectedVersions: [post.updatedAt],
@@ -161,12 +141,7 @@ export function conditionalWritesContract({ fixture, spec, newAuthor, newPost }:
     spec("fails with version-mismatch and keeps the post on a stale version or an empty list", async () => {
       const author = await newAuthor();
       const post = await newPost(author, { createdAt: CREATED_AT });
-      const moved = await fixture().posts.update({
-        id: post.id,
-        authorId: author.id,
-        changes: { content: "moved on" },
-        now: at(1),
-      });
+      const moved = await updateByAuthor(post, { changes: { content: "moved on" }, now: at(1) });
       for (const expectedVersions of [[post.updatedAt], []]) {
         expect(
           await fixture().posts.delete({ id: post.id, authorId: author.id, expectedVersions }),
@@ -220,13 +195,7 @@ export function conditionalWritesContract({ fixture, spec, newAuthor, newPost }:
           const post = await newPost(author, { createdAt: CREATED_AT });
           const expectedVersions = [post.updatedAt];
           const [updated, deleted] = await Promise.all([
-            fixture().posts.update({
-              id: post.id,
-              authorId: author.id,
-              changes: { title: "racing" },
-              now: at(1),
-              expectedVersions,
-            }),
+            updateByAuthor(post, { changes: { title: "racing" }, now: at(1), expectedVersions }),
             fixture().posts.delete({ id: post.id, authorId: author.id, expectedVersions }),
           ]);
           if (updated.ok) {

@@ -1,3 +1,4 @@
+import type { PostUpdate } from "../../ports/post-repository.js";
 import type { Post } from "../../post.js";
 import type { User } from "../../user.js";
 import type { RepositoryFixture } from "./repository-fixture.js";
@@ -17,4 +18,14 @@ export interface PostContractContext {
     author: { readonly id: number },
     overrides?: { title?: string; content?: string; createdAt?: Date },
   ) => Promise<Post>;
+  /** The stored post with this id, as `findById` answers it. */
+  readonly stored: (id: number) => Promise<Post | undefined>;
+  /**
+   * The port's update of `post` asked by the user who wrote it, so that a case names only what
+   * it varies; the cases about someone else's or a missing post call `update` themselves.
+   */
+  readonly updateByAuthor: (
+    post: Post,
+    update: Omit<PostUpdate, "id" | "authorId">,
+  ) => ReturnType<RepositoryFixture["posts"]["update"]>;
 }

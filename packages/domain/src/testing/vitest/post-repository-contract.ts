@@ -1,9 +1,10 @@
 import { describe, expect, it } from "vitest";
-import type { Post } from "../../post.js";
+import type { Post, PostChanges } from "../../post.js";
 import { aPost, aUser } from "../builders.js";
 import { boundedSearchContract } from "./bounded-search-contract.js";
 import { conditionalWritesContract } from "./conditional-writes-contract.js";
 import { idempotentCreateContract } from "./idempotent-create-contract.js";
+import type { PostContractContext } from "./post-contract-context.js";
 import type { OpenRepositories, RepositoryContractOptions } from "./repository-fixture.js";
 import { searchContract } from "./search-contract.js";
 import { useRepositoryFixture } from "./use-repository-fixture.js";
@@ -79,6 +80,8 @@ export function postRepositoryContract(
       overrides: { title?: string; content?: string; createdAt?: Date } = {},
     ) => aPost(fixture().posts, author, overrides);
     const stored = async (id: number) => fixture().posts.findById(id);
+    const updateByAuthor: PostContractContext["updateByAuthor"] = (post, update) =>
+      fixture().posts.update({ id: post.id, authorId: post.author.id, ...update });
     // A post id that is certain to name nothing: one that existed and was deleted.
     const goneId = async () => {
       const author = await newAuthor();
@@ -179,12 +182,7 @@ export function postRepositoryContract(
           expect(listed?.content).toBe(text);
 
           const other = await newPost(author, { title: "before", content: "before" });
-          await fixture().posts.update({
-            id: other.id,
-            authorId: author.id,
-            changes: { title: text, content: text },
-            now: at(1),
-          });
+          await updateByAuthor(other, { changes: { title: text, content: text }, now: at(1) });
           const updated = await stored(other.id);
           expect(updated?.title).toBe(text);
           expect(updated?.content).toBe(text);
@@ -198,12 +196,7 @@ export function postRepositoryContract(
         expectSameText((await stored(post.id))?.content, LONG_CONTENT);
 
         const changed = `${LONG_CONTENT}끝`;
-        await fixture().posts.update({
-          id: post.id,
-          authorId: author.id,
-          changes: { content: changed },
-          now: at(1),
-        });
+        await updateByAuthor(post, { changes: { content: changed }, now: at(1) });
         expectSameText((await stored(post.id))?.content, changed);
       });
     });
@@ -371,58 +364,31 @@ export function postRepositoryContract(
     });
 
     describe("update", () => {
-      spec("changes only the title when only the title is given", async () => {
-        const author = await newAuthor();
-        const post = await newPost(author, { title: "old title", content: "old content" });
-        const result = await fixture().posts.update({
-          id: post.id,
-          authorId: author.id,
-          changes: { title: "new title" },
-          now: at(1000),
+      // Each case changes what it names and keeps the other field as it was.
+      const partialUpdates: ReadonlyArray<readonly [title: string, changes: PostChanges]> = [
+        ["changes only the title when only the title is given", { title: "new title" }],
+        ["changes only the content when only the content is given", { content: "new content" }],
+        [
+          "changes both when both are given, and nothing else",
+          { title: "new title", content: "new content" },
+        ],
+      ];
+      for (const [title, changes] of partialUpdates) {
+        spec(title, async () => {
+          const author = await newAuthor();
+          const post = await newPost(author, { title: "old title", content: "old content" });
+          const result = await updateByAuthor(post, { changes, now: at(1000) });
+          const expected = { ...post, ...changes, updatedAt: at(1000) };
+          expect(result).toStrictEqual({ ok: true, value: expected });
+          expect(await stored(post.id)).toStrictEqual(expected);
         });
-        const expected = { ...post, title: "new title", updatedAt: at(1000) };
-        expect(result).toStrictEqual({ ok: true, value: expected });
-        expect(await stored(post.id)).toStrictEqual(expected);
-      });
-
-      spec("changes only the content when only the content is given", async () => {
-        const author = await newAuthor();
-        const post = await newPost(author, { title: "old title", content: "old content" });
-        const result = await fixture().posts.update({
-          id: post.id,
-          authorId: author.id,
-          changes: { content: "new content" },
-          now: at(1000),
-        });
-        const expected = { ...post, content: "new content", updatedAt: at(1000) };
-        expect(result).toStrictEqual({ ok: true, value: expected });
-        expect(await stored(post.id)).toStrictEqual(expected);
-      });
-
-      spec("changes both when both are given, and nothing else", async () => {
-        const author = await newAuthor();
-        const post = await newPost(author, { title: "old title", content: "old content" });
-        const result = await fixture().posts.update({
-          id: post.id,
-          authorId: author.id,
-          changes: { title: "new title", content: "new content" },
-          now: at(1000),
-        });
-        const expected = { ...post, title: "new title", content: "new content", updatedAt: at(1000) };
-        expect(result).toStrictEqual({ ok: true, value: expected });
-        expect(await stored(post.id)).toStrictEqual(expected);
-      });
+      }
 
       spec("leaves the author's other posts alone", async () => {
         const author = await newAuthor();
         const target = await newPost(author);
         const bystander = await newPost(author);
-        await fixture().posts.update({
-          id: target.id,
-          authorId: author.id,
-          changes: { title: "x" },
-          now: at(1),
-        });
+        await updateByAuthor(target, { changes: { title: "x" }, now: at(1) });
         expect(await stored(bystander.id)).toStrictEqual(bystander);
       });
 
@@ -460,12 +426,7 @@ export function postRepositoryContract(
       spec("stores now as updatedAt when the clock has moved past the previous updatedAt", async () => {
         const author = await newAuthor();
         const post = await newPost(author, { createdAt: CREATED_AT });
-        await fixture().posts.update({
-          id: post.id,
-          authorId: author.id,
-          changes: { title: "x" },
-          now: at(1),
-        });
+        await updateByAuthor(post, { changes: { title: "x" }, now: at(1) });
         const found = await stored(post.id);
         expect(found?.updatedAt.getTime()).toBe(at(1).getTime());
         expect(found?.createdAt.getTime()).toBe(CREATED_AT.getTime());
@@ -476,18 +437,8 @@ export function postRepositoryContract(
         async () => {
           const author = await newAuthor();
           const post = await newPost(author, { createdAt: CREATED_AT });
-          const first = await fixture().posts.update({
-            id: post.id,
-            authorId: author.id,
-            changes: { title: "one" },
-            now: CREATED_AT,
-          });
-          const second = await fixture().posts.update({
-            id: post.id,
-            authorId: author.id,
-            changes: { title: "two" },
-            now: CREATED_AT,
-          });
+          const first = await updateByAuthor(post, { changes: { title: "one" }, now: CREATED_AT });
+          const second = await updateByAuthor(post, { changes: { title: "two" }, now: CREATED_AT });
           expect(first.ok && first.value.updatedAt.getTime()).toBe(CREATED_AT.getTime() + 1);
           expect(second.ok && second.value.updatedAt.getTime()).toBe(CREATED_AT.getTime() + 2);
           const found = await stored(post.id);
@@ -499,18 +450,8 @@ export function postRepositoryContract(
       spec("moves updatedAt forward even when the clock is behind the previous updatedAt", async () => {
         const author = await newAuthor();
         const post = await newPost(author, { createdAt: CREATED_AT });
-        await fixture().posts.update({
-          id: post.id,
-          authorId: author.id,
-          changes: { title: "x" },
-          now: at(5000),
-        });
-        const behind = await fixture().posts.update({
-          id: post.id,
-          authorId: author.id,
-          changes: { title: "y" },
-          now: at(-60_000),
-        });
+        await updateByAuthor(post, { changes: { title: "x" }, now: at(5000) });
+        const behind = await updateByAuthor(post, { changes: { title: "y" }, now: at(-60_000) });
         expect(behind.ok && behind.value.updatedAt.getTime()).toBe(at(5001).getTime());
         const found = await stored(post.id);
         expect(found?.updatedAt.getTime()).toBe(at(5001).getTime());
@@ -522,18 +463,8 @@ export function postRepositoryContract(
         for (let round = 0; round < 5; round++) {
           const post = await newPost(author, { title: "old title", content: "old content" });
           const [byTitle, byContent] = await Promise.all([
-            fixture().posts.update({
-              id: post.id,
-              authorId: author.id,
-              changes: { title: `title ${round}` },
-              now: CREATED_AT,
-            }),
-            fixture().posts.update({
-              id: post.id,
-              authorId: author.id,
-              changes: { content: `content ${round}` },
-              now: CREATED_AT,
-            }),
+            updateByAuthor(post, { changes: { title: `title ${round}` }, now: CREATED_AT }),
+            updateByAuthor(post, { changes: { content: `content ${round}` }, now: CREATED_AT }),
           ]);
           expect(byTitle.ok && byContent.ok).toBe(true);
           const found = await stored(post.id);
@@ -599,7 +530,7 @@ export function postRepositoryContract(
       });
     });
 
-    const context = { fixture, spec, newAuthor, newPost };
+    const context = { fixture, spec, newAuthor, newPost, stored, updateByAuthor };
     conditionalWritesContract(context);
     idempotentCreateContract(context);
     searchContract(context);
