@@ -51,6 +51,8 @@ export function attemptCounterContract(
   open: OpenAttemptCounter,
   options: RepositoryContractOptions = {},
 ): void {
+  // Every contract suite opens alike: an entry point of its own (public, with its own JSDoc), and
+  // the store opened once for the suite by useRepositoryFixture, which is what they share.
   describe(name, () => {
     const fixture = useRepositoryFixture(open, options);
     const spec = (title: string, body: () => Promise<void>) => it(title, body, options.testTimeoutMs);

@@ -52,6 +52,8 @@ export function changeEventLogContract(
   open: OpenChangeEventLog,
   options: RepositoryContractOptions = {},
 ): void {
+  // Every contract suite opens alike: an entry point of its own (public, with its own JSDoc), and
+  // the store opened once for the suite by useRepositoryFixture, which is what they share.
   describe(name, () => {
     const fixture = useRepositoryFixture(open, options);
     const test = (title: string, body: () => Promise<void>) => it(title, body, options.testTimeoutMs);

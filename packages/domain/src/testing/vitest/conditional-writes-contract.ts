@@ -16,6 +16,16 @@ export function conditionalWritesContract({
   stored,
   updateByAuthor,
 }: PostContractContext): void {
+  /** An author's post, another of theirs already deleted, and a user who wrote neither. */
+  const postGoneAndIntruder = async () => {
+    const author = await newAuthor();
+    const intruder = await newAuthor();
+    const post = await newPost(author);
+    const gone = await newPost(author);
+    await fixture().posts.delete({ id: gone.id, authorId: author.id });
+    return { author, intruder, post, gone };
+  };
+
   describe("conditional update", () => {
     spec("happens when the post is at an expected version, and answers the new version", async () => {
       const author = await newAuthor();
@@ -72,11 +82,7 @@ export function conditionalWritesContract({
     });
 
     spec("decides not-found, then not-author, before the version", async () => {
-      const author = await newAuthor();
-      const intruder = await newAuthor();
-      const post = await newPost(author);
-      const gone = await newPost(author);
-      await fixture().posts.delete({ id: gone.id, authorId: author.id });
+      const { author, intruder, post, gone } = await postGoneAndIntruder();
       const attempt = (id: number, authorId: number) =>
         fixture().posts.update({
           id,
@@ -151,11 +157,7 @@ export function conditionalWritesContract({
     });
 
     spec("decides not-found, then not-author, before the version", async () => {
-      const author = await newAuthor();
-      const intruder = await newAuthor();
-      const post = await newPost(author);
-      const gone = await newPost(author);
-      await fixture().posts.delete({ id: gone.id, authorId: author.id });
+      const { author, intruder, post, gone } = await postGoneAndIntruder();
       expect(
         await fixture().posts.delete({
           id: gone.id,

@@ -4,6 +4,7 @@ import { aPost, aUser } from "../builders.js";
 import { boundedSearchContract } from "./bounded-search-contract.js";
 import { conditionalWritesContract } from "./conditional-writes-contract.js";
 import { idempotentCreateContract } from "./idempotent-create-contract.js";
+import { keysetWalk } from "./keyset-walk.js";
 import type { PostContractContext } from "./post-contract-context.js";
 import type { OpenRepositories, RepositoryContractOptions } from "./repository-fixture.js";
 import { searchContract } from "./search-contract.js";
@@ -70,6 +71,8 @@ export function postRepositoryContract(
   open: OpenRepositories,
   options: RepositoryContractOptions = {},
 ): void {
+  // Every contract suite opens alike: an entry point of its own (public, with its own JSDoc), and
+  // the store opened once for the suite by useRepositoryFixture, which is what they share.
   describe(name, () => {
     const fixture = useRepositoryFixture(open, options);
     const spec = (title: string, body: () => Promise<void>) => it(title, body, options.testTimeoutMs);
@@ -202,6 +205,18 @@ export function postRepositoryContract(
     });
 
     describe("listPage", () => {
+      /** Two new authors' posts, created in turns: a1, b1, a2, b2, a3. */
+      const interleavedPosts = async () => {
+        const a = await newAuthor();
+        const b = await newAuthor();
+        const a1 = await newPost(a);
+        const b1 = await newPost(b);
+        const a2 = await newPost(a);
+        const b2 = await newPost(b);
+        const a3 = await newPost(a);
+        return { a, b, a1, b1, a2, b2, a3 };
+      };
+
       spec("lists newest first (id descending), each post in full", async () => {
         const author = await newAuthor();
         const first = await newPost(author, { title: "first" });
@@ -265,13 +280,7 @@ export function postRepositoryContract(
       });
 
       spec("authorId keeps only that author's posts, newest first", async () => {
-        const a = await newAuthor();
-        const b = await newAuthor();
-        const a1 = await newPost(a);
-        const b1 = await newPost(b);
-        const a2 = await newPost(a);
-        const b2 = await newPost(b);
-        const a3 = await newPost(a);
+        const { a, b, a1, b1, a2, b2, a3 } = await interleavedPosts();
         expect(ids(await fixture().posts.listPage({ limit: 10, authorId: a.id }))).toEqual([
           a3.id,
           a2.id,
@@ -282,13 +291,7 @@ export function postRepositoryContract(
       });
 
       spec("authorId combines with beforeId, even when beforeId is another author's post", async () => {
-        const a = await newAuthor();
-        const b = await newAuthor();
-        const a1 = await newPost(a);
-        const b1 = await newPost(b);
-        const a2 = await newPost(a);
-        const b2 = await newPost(b);
-        const a3 = await newPost(a);
+        const { a, b, a1, b1, a2, b2, a3 } = await interleavedPosts();
         expect(ids(await fixture().posts.listPage({ limit: 10, authorId: a.id, beforeId: a3.id }))).toEqual([
           a2.id,
           a1.id,
@@ -318,20 +321,9 @@ export function postRepositoryContract(
           const author = await newAuthor();
           const existing = [];
           for (let i = 0; i < 7; i++) existing.push(await newPost(author));
-          const seen: number[] = [];
-          let beforeId: number | undefined;
-          for (let pages = 0; pages < 10; pages++) {
-            const page = await fixture().posts.listPage({
-              limit: 3,
-              authorId: author.id,
-              ...(beforeId === undefined ? {} : { beforeId }),
-            });
-            seen.push(...ids(page));
-            const last = page.at(-1);
-            if (page.length < 3 || last === undefined) break;
-            beforeId = last.id;
-            await newPost(author, { title: "created while walking" });
-          }
+          const seen = await keysetWalk(fixture().posts, { limit: 3, authorId: author.id }, () =>
+            newPost(author, { title: "created while walking" }),
+          );
           expect(seen).toEqual(ids(existing).reverse());
         },
       );
@@ -344,20 +336,14 @@ export function postRepositoryContract(
           const existing = [];
           for (let i = 0; i < 7; i++) existing.push(await newPost(i % 2 === 0 ? a : b));
           const oldest = existing[0]?.id ?? 0;
-          const seen: number[] = [];
-          let beforeId: number | undefined;
           // Older rows (earlier tests, other suites) may follow; stop once the walk passes ours.
-          for (let pages = 0; pages < 10; pages++) {
-            const page = await fixture().posts.listPage({
-              limit: 3,
-              ...(beforeId === undefined ? {} : { beforeId }),
-            });
-            seen.push(...ids(page).filter((id) => id >= oldest));
-            const last = page.at(-1);
-            if (page.length < 3 || last === undefined || last.id <= oldest) break;
-            beforeId = last.id;
-            await newPost(pages % 2 === 0 ? b : a, { title: "created while walking" });
-          }
+          const walked = await keysetWalk(
+            fixture().posts,
+            { limit: 3 },
+            (page) => newPost(page % 2 === 0 ? b : a, { title: "created while walking" }),
+            oldest,
+          );
+          const seen = walked.filter((id) => id >= oldest);
           expect(seen).toEqual(ids(existing).reverse());
         },
       );

@@ -1,5 +1,6 @@
 import { describe, expect } from "vitest";
 import type { Post } from "../../post.js";
+import { keysetWalk } from "./keyset-walk.js";
 import type { PostContractContext } from "./post-contract-context.js";
 
 const ids = (posts: readonly Post[]) => posts.map((post) => post.id);
@@ -130,21 +131,11 @@ export function searchContract({ fixture, spec, newAuthor, newPost }: PostContra
           const post = await newPost(author, { title: i % 3 === 0 ? "skip" : `Found ${i}` });
           if (i % 3 !== 0) matching.push(post);
         }
-        const seen: number[] = [];
-        let beforeId: number | undefined;
-        for (let pages = 0; pages < 10; pages++) {
-          const page = await fixture().posts.listPage({
-            limit: 2,
-            authorId: author.id,
-            search: "found",
-            ...(beforeId === undefined ? {} : { beforeId }),
-          });
-          seen.push(...ids(page));
-          const last = page.at(-1);
-          if (page.length < 2 || last === undefined) break;
-          beforeId = last.id;
-          await newPost(author, { title: "found while walking" });
-        }
+        const seen = await keysetWalk(
+          fixture().posts,
+          { limit: 2, authorId: author.id, search: "found" },
+          () => newPost(author, { title: "found while walking" }),
+        );
         expect(seen).toEqual(ids(matching).reverse());
       },
     );
