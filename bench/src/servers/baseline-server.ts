@@ -13,7 +13,7 @@
 import { timingSafeEqual } from "node:crypto";
 import { monitorEventLoopDelay } from "node:perf_hooks";
 import { verify as verifyPassword } from "@node-rs/argon2";
-import { decodeCursor, parseId } from "@posts/domain";
+import { parseId } from "@posts/domain";
 import Fastify, { type FastifyReply, type FastifyRequest } from "fastify";
 import pg from "pg";
 import {
@@ -21,15 +21,16 @@ import {
   createPost,
   errorBody,
   INVALID_TOKEN,
-  isSearch,
   isText,
   isTitle,
   NOT_AUTHOR,
   NOT_FOUND,
   nextPage,
+  type PageParameters,
   type PatchRow,
   type PostRow,
   page,
+  pageQuery,
   patchPost,
   postById,
   toWire,
@@ -161,28 +162,13 @@ app.get<{ Params: { id: string } }>(
   },
 );
 
-app.get<{ Querystring: { size?: string; cursor?: string; userId?: string; q?: string } }>(
+app.get<{ Querystring: PageParameters }>(
   "/api/v1/posts",
   { schema: { response: { 200: pageSchema } } },
   async (request, reply) => {
-    const q = request.query;
-    const size = q.size === undefined ? 20 : Number(q.size);
-    let before: number | undefined;
-    if (q.cursor !== undefined) {
-      before = decodeCursor(q.cursor);
-      if (before === undefined) return envelope(request, reply, 400, "Bad Request");
-    }
-    const userId = q.userId === undefined ? undefined : parseId(q.userId);
-    if (
-      !Number.isInteger(size) ||
-      size < 1 ||
-      size > 100 ||
-      (q.userId !== undefined && userId === undefined) ||
-      (q.q !== undefined && !isSearch(q.q))
-    ) {
-      return envelope(request, reply, 400, "Bad Request");
-    }
-    const search = q.q === "" ? undefined : q.q;
+    const parsed = pageQuery(request.query);
+    if (parsed === undefined) return envelope(request, reply, 400, "Bad Request");
+    const { size, before, userId, search } = parsed;
     const { rows } = await pool.query<PostRow>(page(size + 1, before, userId, search));
     const { content, nextCursor, linkQuery } = nextPage(rows, size, userId, search);
     if (linkQuery !== undefined) {

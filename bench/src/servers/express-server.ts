@@ -15,7 +15,7 @@
  * JWT_SECRET, JWT_ISSUER, JWT_TTL_MS and DB_POOL_SIZE.
  */
 import { verify as verifyPassword } from "@node-rs/argon2";
-import { decodeCursor, parseId } from "@posts/domain";
+import { parseId } from "@posts/domain";
 import express, { type NextFunction, type Request, type Response } from "express";
 import jwt from "jsonwebtoken";
 import pg from "pg";
@@ -24,15 +24,16 @@ import {
   createPost,
   errorBody,
   INVALID_TOKEN,
-  isSearch,
   isText,
   isTitle,
   NOT_AUTHOR,
   NOT_FOUND,
   nextPage,
+  type PageParameters,
   type PatchRow,
   type PostRow,
   page,
+  pageQuery,
   patchPost,
   postById,
   toWire,
@@ -108,24 +109,9 @@ app.get("/api/v1/posts/:id", async (req, res) => {
 });
 
 app.get("/api/v1/posts", async (req, res) => {
-  const q = req.query as { size?: string; cursor?: string; userId?: string; q?: string };
-  const size = q.size === undefined ? 20 : Number(q.size);
-  let before: number | undefined;
-  if (q.cursor !== undefined) {
-    before = decodeCursor(q.cursor);
-    if (before === undefined) return badRequest(req, res);
-  }
-  const userId = q.userId === undefined ? undefined : parseId(q.userId);
-  if (
-    !Number.isInteger(size) ||
-    size < 1 ||
-    size > 100 ||
-    (q.userId !== undefined && userId === undefined) ||
-    (q.q !== undefined && !isSearch(q.q))
-  ) {
-    return badRequest(req, res);
-  }
-  const search = q.q === "" ? undefined : q.q;
+  const parsed = pageQuery(req.query as PageParameters);
+  if (parsed === undefined) return badRequest(req, res);
+  const { size, before, userId, search } = parsed;
   const rows = await query<PostRow>(page(size + 1, before, userId, search));
   const { content, nextCursor, linkQuery } = nextPage(rows, size, userId, search);
   if (linkQuery !== undefined)

@@ -7,7 +7,7 @@
  * Every statement comes with a name that always means the same text, for the server that
  * prepares its statements by name; the other sends `text` and `values` only.
  */
-import { encodeCursor } from "@posts/domain";
+import { decodeCursor, encodeCursor, parseId } from "@posts/domain";
 
 export const NOT_FOUND = "게시글을 찾을 수 없습니다.";
 export const NOT_AUTHOR = "게시글 작성자만 수정할 수 있습니다.";
@@ -139,6 +139,36 @@ export function nextPage(
   if (userId !== undefined) query.set("userId", String(userId));
   if (search !== undefined) query.set("q", search);
   return { content, nextCursor, linkQuery: query.toString() };
+}
+
+/** The listing's query parameters as a client sends them. */
+export interface PageParameters {
+  readonly size?: string;
+  readonly cursor?: string;
+  readonly userId?: string;
+  readonly q?: string;
+}
+
+/**
+ * The listing's parameters checked as the service checks them (size 1 to 100, default 20; a
+ * cursor and a user id that parse; a search it accepts, the empty one meaning none), or
+ * undefined where the service answers 400.
+ */
+export function pageQuery(q: PageParameters) {
+  const size = q.size === undefined ? 20 : Number(q.size);
+  const before = q.cursor === undefined ? undefined : decodeCursor(q.cursor);
+  const userId = q.userId === undefined ? undefined : parseId(q.userId);
+  if (
+    !Number.isInteger(size) ||
+    size < 1 ||
+    size > 100 ||
+    (q.cursor !== undefined && before === undefined) ||
+    (q.userId !== undefined && userId === undefined) ||
+    (q.q !== undefined && !isSearch(q.q))
+  ) {
+    return undefined;
+  }
+  return { size, before, userId, search: q.q === "" ? undefined : q.q };
 }
 
 /** A search text the service accepts: at most 200 code points, no U+0000, no lone surrogate. */
