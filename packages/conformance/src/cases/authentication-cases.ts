@@ -60,6 +60,7 @@ function kidOf(token: string): string {
 
 /** docs/authentication.md#using-the-token: where a token travels, and every way it can be invalid. */
 export const authenticationCases: readonly ConformanceCase[] = [
+  // Written out whole, case by case, though alike in shape: see ConformanceCase.
   {
     section,
     name: "an invalid token on ANY path → 401 application/json; charset=utf-8 with exactly one property, error",
@@ -287,7 +288,7 @@ export const authenticationCases: readonly ConformanceCase[] = [
     async run({ api, fixture, forge }) {
       const writer = await fixture.shared("writer");
       const id = await fixture.createPost(writer);
-      const token = await forge.sign({ ...forge.claimsFor(writer), roles: [{ authority: "ROLE_GUEST" }] });
+      const token = await forge.guestTokenFor(writer);
       expectEnvelope(await api.post(POSTS, { token, json: { title: "t", content: "c" } }), 403, POSTS);
       expectEnvelope(
         await api.patch(`${POSTS}/${id}`, { token, json: { title: "t" } }),

@@ -18,6 +18,8 @@ import { expectPost, expectPostReply } from "../support/wire-shapes.js";
 
 const section = "docs/change-events.md";
 const EVENTS = "/api/v1/posts/events";
+// The event's properties as docs/change-events.md#the-events lists them; the HTTP adapter's tests keep their
+// own list, as this suite imports no code of the service (see PostJson).
 const CLOUD_EVENT_KEYS = [
   "specversion",
   "id",
@@ -229,6 +231,7 @@ async function readStream(
 
 /** docs/change-events.md: GET /api/v1/posts/events, as JSON pages and as Server-Sent Events. */
 export const changeEventCases: readonly ConformanceCase[] = [
+  // Written out whole, case by case, though alike in shape: see ConformanceCase.
   {
     section,
     name: "Accept: text/event-stream;q=0 (or a q below JSON's) gets the JSON page, not a stream",

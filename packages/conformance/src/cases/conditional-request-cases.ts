@@ -54,6 +54,7 @@ const strip = (tag: string) => tag.replace(/^W\//, "");
 
 /** docs/conditional-requests.md: entity tags, If-None-Match on reads, If-Match on writes. */
 export const conditionalRequestCases: readonly ConformanceCase[] = [
+  // Written out whole, case by case, though alike in shape: see ConformanceCase.
   {
     section,
     name: "GET by id has a strong ETag, the same on every GET of the same version, and Cache-Control: no-cache",

@@ -17,6 +17,7 @@ const section = "docs/posts.md#create-post-apiv1posts";
 
 /** docs/posts.md#create-post-apiv1posts: creation and every numbered step of its order of outcomes. */
 export const createPostCases: readonly ConformanceCase[] = [
+  // Written out whole, case by case, though alike in shape: see ConformanceCase.
   {
     section,
     name: "201 with an empty body and a Location: an absolute URL ending in /api/v1/posts/<id>; the post reads back as sent",
@@ -68,7 +69,7 @@ export const createPostCases: readonly ConformanceCase[] = [
     needsSecret: true,
     async run({ api, fixture, forge }) {
       const writer = await fixture.shared("writer");
-      const token = await forge.sign({ ...forge.claimsFor(writer), roles: [{ authority: "ROLE_GUEST" }] });
+      const token = await forge.guestTokenFor(writer);
       expectEnvelope(await api.post(POSTS, { token, json: { title: "t", content: "c" } }), 403, POSTS);
       expectEnvelope(await api.post(POSTS, { token, contentType: "text/plain", body: "x" }), 403, POSTS);
       expectEnvelope(await api.post(POSTS, { token, json: {} }), 403, POSTS);

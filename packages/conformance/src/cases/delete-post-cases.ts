@@ -9,6 +9,7 @@ const section = "docs/posts.md#delete-delete-apiv1postsid";
 
 /** docs/posts.md#delete-delete-apiv1postsid: deletion, in the order PATCH has without the body checks. */
 export const deletePostCases: readonly ConformanceCase[] = [
+  // Written out whole, case by case, though alike in shape: see ConformanceCase.
   {
     section,
     name: "an invalid token is 401 {error} first: before a non-digit id or a missing post",
@@ -43,7 +44,7 @@ export const deletePostCases: readonly ConformanceCase[] = [
     async run({ api, fixture, forge }) {
       const writer = await fixture.shared("writer");
       const id = await fixture.createPost(writer);
-      const token = await forge.sign({ ...forge.claimsFor(writer), roles: [{ authority: "ROLE_GUEST" }] });
+      const token = await forge.guestTokenFor(writer);
       expectEnvelope(await api.delete(`${POSTS}/${id}`, { token }), 403, `${POSTS}/${id}`);
       expectPostReply(await api.get(`${POSTS}/${id}`));
     },

@@ -114,6 +114,7 @@ function earlyAnswer(
  * `Expect` too), the 400 of a bad `Host`, and answers given before the body is read.
  */
 export const genericErrorCases: readonly ConformanceCase[] = [
+  // Written out whole, case by case, though alike in shape: see ConformanceCase.
   {
     section,
     name: "a path that does not exist → 404 envelope Not Found, path without the query string",

@@ -8,6 +8,7 @@ const section = "docs/posts.md#read-one-get-apiv1postsid";
 
 /** docs/posts.md#read-one-get-apiv1postsid: reading one post, and ids that name none. */
 export const getPostCases: readonly ConformanceCase[] = [
+  // Written out whole, case by case, though alike in shape: see ConformanceCase.
   {
     section,
     name: "anyone reads a post: 200 without a token, the same with one",

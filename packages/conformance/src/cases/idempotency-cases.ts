@@ -47,6 +47,7 @@ async function countOf(fixture: Fixture, user: TestUser): Promise<number> {
 
 /** docs/idempotency.md: the Idempotency-Key header of POST /api/v1/posts. */
 export const idempotencyCases: readonly ConformanceCase[] = [
+  // Written out whole, case by case, though alike in shape: see ConformanceCase.
   {
     section,
     name: "an invalid Idempotency-Key (empty, 256 characters, a space, non-ASCII, a tab) → 400 envelope, nothing stored",

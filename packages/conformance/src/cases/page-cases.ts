@@ -55,6 +55,7 @@ const idsOf = (pages: readonly PageJson[]) => pages.flatMap((page) => page.conte
 
 /** docs/posts.md#pages-get-apiv1posts: keyset pages, their cursors and links, and invalid parameters. */
 export const pageCases: readonly ConformanceCase[] = [
+  // Written out whole, case by case, though alike in shape: see ConformanceCase.
   {
     section,
     name: "a page is {content, size, nextCursor}, newest first; size defaults to 20 and echoes the size asked",

@@ -21,6 +21,7 @@ const section = "docs/posts.md#change-patch-apiv1postsid";
 
 /** docs/posts.md#change-patch-apiv1postsid: modification and every numbered step of its order of outcomes. */
 export const patchPostCases: readonly ConformanceCase[] = [
+  // Written out whole, case by case, though alike in shape: see ConformanceCase.
   {
     section,
     name: "step 1: an invalid token is 401 {error} first: before a non-digit id, a missing post, an empty change",
@@ -72,7 +73,7 @@ export const patchPostCases: readonly ConformanceCase[] = [
     async run({ api, fixture, forge }) {
       const writer = await fixture.shared("writer");
       const id = await fixture.createPost(writer);
-      const token = await forge.sign({ ...forge.claimsFor(writer), roles: [{ authority: "ROLE_GUEST" }] });
+      const token = await forge.guestTokenFor(writer);
       expectEnvelope(
         await api.patch(`${POSTS}/${id}`, { token, json: { title: "t" } }),
         403,

@@ -40,6 +40,7 @@ async function expectRefusedAsEither(api: ApiClient, token: string, value: unkno
 
 /** docs/posts.md#title-and-content-the-rules: what a title and a content may be, on POST and on PATCH. */
 export const postValidationCases: readonly ConformanceCase[] = [
+  // Written out whole, case by case, though alike in shape: see ConformanceCase.
   {
     section,
     name: "missing, null, empty or Unicode-blank title or content → 400 with the contract's messages",

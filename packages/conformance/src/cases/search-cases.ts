@@ -35,6 +35,7 @@ const newestFirst = (ids: readonly number[]) => [...ids].sort((a, b) => b - a);
 
 /** docs/posts.md#search: GET /api/v1/posts?q=. Every term is unique to this run, so other data never matches. */
 export const searchCases: readonly ConformanceCase[] = [
+  // Written out whole, case by case, though alike in shape: see ConformanceCase.
   {
     section,
     name: "q finds exactly the posts whose title or content contains it, newest first",

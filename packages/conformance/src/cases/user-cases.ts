@@ -35,6 +35,7 @@ function emailOfLength(local: string, length: number): string {
 
 /** docs/authentication.md: registration, login, one's own account, its deletion, and the login throttle. */
 export const userCases: readonly ConformanceCase[] = [
+  // Written out whole, case by case, though alike in shape: see ConformanceCase.
   {
     section,
     name: "an email or password with a lone surrogate → 400 envelope at registration and at login: two different passwords never become one",

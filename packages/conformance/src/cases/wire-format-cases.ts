@@ -10,6 +10,7 @@ const CLOCK_TOLERANCE_MS = 5 * 60_000;
 
 /** docs/posts.md#a-post-on-the-wire: the exact shape of a post wherever one travels, timestamps, and no secrets. */
 export const wireFormatCases: readonly ConformanceCase[] = [
+  // Written out whole, case by case, though alike in shape: see ConformanceCase.
   {
     section,
     name: "GET by id answers exactly id, title, content, createdAt, updatedAt and user {id, email}, ids as integers",

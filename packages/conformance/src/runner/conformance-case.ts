@@ -15,6 +15,11 @@ export interface CaseContext {
 /**
  * One check of the contract, run against the deployment. It passes when `run` resolves, fails
  * when it rejects (a `Mismatch` says what was expected and what came back).
+ *
+ * Cases are written out whole, one object each, their requests and checks in the order the docs
+ * page states them, so that a failure's name leads to all that case does; so they look alike (a
+ * shared user, a post, a request, a check) without repeating one logic, and what several cases do
+ * alike lives in support/ (the fixture, the expectations, the wire shapes, the token forge).
  */
 export interface ConformanceCase {
   /** The docs page and heading it checks, e.g. `docs/posts.md#create-post-apiv1posts`; cases are

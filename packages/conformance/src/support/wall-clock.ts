@@ -3,7 +3,8 @@ const formats = new Map<string, Intl.DateTimeFormat>();
 /**
  * Now, as the wall clock of `timeZone` shows it, read as if it were UTC: comparable with
  * `Date.parse(timestamp + "Z")` of a zone-less timestamp written in that zone
- * (docs/posts.md#a-post-on-the-wire).
+ * (docs/posts.md#a-post-on-the-wire). The service's own tests make their reference formatter
+ * alike rather than import this one: this suite imports no code of the service, nor they of it.
  */
 export function wallClockNow(timeZone: string): number {
   let format = formats.get(timeZone);

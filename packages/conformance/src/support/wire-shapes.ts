@@ -10,7 +10,11 @@ import {
   TIMESTAMP,
 } from "./expectations.js";
 
-/** A post as docs/posts.md#a-post-on-the-wire puts it on the wire. */
+/**
+ * A post as docs/posts.md#a-post-on-the-wire puts it on the wire. Declared here from the docs, like
+ * every shape this suite reads, and not taken from @posts/client or the service's tests: the suite
+ * imports no code of the service, so that it judges a deployment by the docs alone.
+ */
 export interface PostJson {
   readonly id: number;
   readonly title: string;
