@@ -5,7 +5,9 @@
  * query builder, no plugins. Every statement is a named prepared statement (`pg`'s `name`), so
  * PostgreSQL parses it once per connection, as the fastest honest Fastify + `pg` code
  * would. Only what the benchmark drives is here (read one, list and search, create, modify, log in);
- * conditional requests and idempotency keys are measured against the service itself.
+ * conditional requests and idempotency keys are measured against the service itself. What it
+ * shares with express-server.ts is reference-api.ts, which both import alike; how each serves is
+ * its own, so that neither reference's speed depends on the other's code.
  *
  * Run as its own process: `node bench/dist/servers/baseline-server.js` with PORT, HOST,
  * DATABASE_URL, JWT_SECRET, JWT_ISSUER, JWT_TTL_MS and DB_POOL_SIZE.

@@ -52,7 +52,11 @@ export interface StandbyStats {
   readonly reads: number;
 }
 
-/** Reads answered by hot standbys since the process started (GET /metrics). */
+/**
+ * Reads answered by hot standbys since the process started (GET /metrics): the slice of
+ * adapters-postgres's `StandbyReadStats` this adapter shows, declared again here as adapters
+ * never import one another; the app, handing one to the other, checks that they agree.
+ */
 export interface StandbyReadStats {
   readonly standbys: readonly StandbyStats[];
   /** Reads a standby could have answered that the primary answered, by reason. */
@@ -63,7 +67,11 @@ export interface StandbyReadStats {
   readonly positionQueries: number;
 }
 
-/** What a post repository's cache has done since it was made, and holds now (GET /metrics). */
+/**
+ * What a post repository's cache has done since it was made, and holds now (GET /metrics):
+ * adapters-postgres's `PostCacheStats`, declared again here as adapters never import one
+ * another; the app, handing one to the other, checks that they agree.
+ */
 export interface PostCacheStats {
   /** Posts a page found cached at the version it lists. */
   readonly hits: number;

@@ -33,7 +33,11 @@ export interface RelayEventLog {
   waitForNew(after: number, signal: AbortSignal): Promise<void>;
 }
 
-/** Held by at most one process at a time, for as long as that process is alive and connected. */
+/**
+ * Held by at most one process at a time, for as long as that process is alive and connected.
+ * adapters-postgres's publisher-lease.ts declares the same shapes in its own words, as adapters
+ * never import one another; the app hands its lease to the relay, so the compiler checks they agree.
+ */
 export interface Lease {
   /** Aborts when the lease is lost (its holder's connection to the arbiter died). */
   readonly lost: AbortSignal;

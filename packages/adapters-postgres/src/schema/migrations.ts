@@ -13,7 +13,9 @@ import { postEventsWrittenPerStatement } from "./migrations/0009-post-events-wri
  * Every schema change, by name; Kysely runs them in name order and records each one in
  * `kysely_migration`. Defined in code rather than read from files, so that they run the same
  * from the sources and from `dist`; each one in a file of its own under `migrations/`, named as it
- * is recorded. Never edit one that has been released: add the next.
+ * is recorded. Never edit one that has been released: add the next. So each is written out whole
+ * in Kysely's schema builder and they share no helper, however alike they look: a change to a
+ * shared helper would change what a released migration does.
  */
 export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   "0001_create_users": createUsers,

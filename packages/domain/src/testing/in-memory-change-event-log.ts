@@ -70,7 +70,8 @@ export class InMemoryChangeEventLog implements ChangeEventLog {
   }
 
   subscribe(listener: (lastNumber: number) => void): () => void {
-    // Wrapped, so that one function subscribed twice is two subscriptions.
+    // Wrapped, so that one function subscribed twice is two subscriptions: the port's promise, kept
+    // in these same lines by PostgresChangeEventLog, as production code may not import this kit.
     const own = (last: number) => listener(last);
     this.#listeners.add(own);
     return () => {
