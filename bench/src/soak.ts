@@ -174,6 +174,7 @@ async function startService(port: number, databaseUrl: string, logFile: string, 
 
 /** One user per client, registered and logged in through the API, each with a few posts. */
 async function prepareClients(url: string): Promise<LoadWorker[]> {
+  // A POST of JSON as the app's walk-through test builds one: the bench imports no test code.
   const json = (body: unknown, token?: string): RequestInit => ({
     method: "POST",
     headers: {

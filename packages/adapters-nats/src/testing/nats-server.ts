@@ -133,6 +133,8 @@ function guardExit() {
   });
 }
 
+// The app's tests probe their service alike (test/support/service-process.ts): this is the testing
+// entry point of a published adapter, and the app's test support is in no package to import.
 function accepts(port: number): Promise<boolean> {
   return new Promise((resolve) => {
     const socket = connectTcp(port, "127.0.0.1");
