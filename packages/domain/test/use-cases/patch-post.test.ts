@@ -1,4 +1,4 @@
-import { MESSAGES, patchPost } from "@posts/domain";
+import { MESSAGES, type PatchPostCommand, patchPost } from "@posts/domain";
 import {
   aPost,
   aUser,
@@ -20,7 +20,10 @@ async function setUp() {
     content: "old content",
     createdAt: CREATED_AT,
   });
-  return { deps, author, stranger, post };
+  /** The post's author asks for `fields`: what most cases vary. */
+  const patchAsAuthor = (fields: Omit<PatchPostCommand, "principal" | "postId">) =>
+    patchPost(deps, { principal: principalOf(author), postId: String(post.id), ...fields });
+  return { deps, author, stranger, post, patchAsAuthor };
 }
 
 // An id that named a post once: nothing has it now.
@@ -35,77 +38,45 @@ const kindOf = (result: { ok: boolean; error?: { kind: string } }) => (result.ok
 describe("patchPost", () => {
   describe("what changes", () => {
     it("changes only the title when only the title is present", async () => {
-      const { deps, author, post } = await setUp();
-      const result = await patchPost(deps, {
-        principal: principalOf(author),
-        postId: String(post.id),
-        title: "new",
-      });
+      const { deps, post, patchAsAuthor } = await setUp();
+      const result = await patchAsAuthor({ title: "new" });
       expect(result.ok && [result.value.title, result.value.content]).toEqual(["new", "old content"]);
       expect((await deps.posts.findById(post.id))?.content).toBe("old content");
     });
 
     it("changes only the content when only the content is present", async () => {
-      const { deps, author, post } = await setUp();
-      const result = await patchPost(deps, {
-        principal: principalOf(author),
-        postId: String(post.id),
-        content: "new",
-      });
+      const { patchAsAuthor } = await setUp();
+      const result = await patchAsAuthor({ content: "new" });
       expect(result.ok && [result.value.title, result.value.content]).toEqual(["old title", "new"]);
     });
 
     it("changes both when both are present", async () => {
-      const { deps, author, post } = await setUp();
-      const result = await patchPost(deps, {
-        principal: principalOf(author),
-        postId: String(post.id),
-        title: "new title",
-        content: "new content",
-      });
+      const { patchAsAuthor } = await setUp();
+      const result = await patchAsAuthor({ title: "new title", content: "new content" });
       expect(result.ok && [result.value.title, result.value.content]).toEqual(["new title", "new content"]);
     });
 
     it("counts a null field as absent: title null and content given changes only the content", async () => {
-      const { deps, author, post } = await setUp();
-      const result = await patchPost(deps, {
-        principal: principalOf(author),
-        postId: String(post.id),
-        title: null,
-        content: "x",
-      });
+      const { patchAsAuthor } = await setUp();
+      const result = await patchAsAuthor({ title: null, content: "x" });
       expect(result.ok && [result.value.title, result.value.content]).toEqual(["old title", "x"]);
     });
 
     it("counts a null field as absent: content null and title given changes only the title", async () => {
-      const { deps, author, post } = await setUp();
-      const result = await patchPost(deps, {
-        principal: principalOf(author),
-        postId: String(post.id),
-        title: "x",
-        content: null,
-      });
+      const { patchAsAuthor } = await setUp();
+      const result = await patchAsAuthor({ title: "x", content: null });
       expect(result.ok && [result.value.title, result.value.content]).toEqual(["x", "old content"]);
     });
 
     it("stores the text exactly as sent, not trimmed", async () => {
-      const { deps, author, post } = await setUp();
-      const result = await patchPost(deps, {
-        principal: principalOf(author),
-        postId: String(post.id),
-        title: " 😀 ",
-        content: "\u3000본문\n",
-      });
+      const { patchAsAuthor } = await setUp();
+      const result = await patchAsAuthor({ title: " 😀 ", content: "\u3000본문\n" });
       expect(result.ok && [result.value.title, result.value.content]).toEqual([" 😀 ", "\u3000본문\n"]);
     });
 
     it("answers the post as stored after the change, with its author's id and email", async () => {
-      const { deps, author, post } = await setUp();
-      const result = await patchPost(deps, {
-        principal: principalOf(author),
-        postId: String(post.id),
-        title: "new",
-      });
+      const { deps, author, post, patchAsAuthor } = await setUp();
+      const result = await patchAsAuthor({ title: "new" });
       expect(result).toStrictEqual({ ok: true, value: await deps.posts.findById(post.id) });
       expect(result.ok && result.value.author).toStrictEqual({ id: author.id, email: author.email });
     });
@@ -124,24 +95,16 @@ describe("patchPost", () => {
     });
 
     it("uses the clock's time as updatedAt once it has moved on", async () => {
-      const { deps, author, post } = await setUp();
+      const { deps, patchAsAuthor } = await setUp();
       deps.clock.advance(60_000);
-      const result = await patchPost(deps, {
-        principal: principalOf(author),
-        postId: String(post.id),
-        title: "new",
-      });
+      const result = await patchAsAuthor({ title: "new" });
       expect(result.ok && result.value.updatedAt).toStrictEqual(deps.clock.now());
     });
 
     it("still moves updatedAt forward when the clock steps back", async () => {
-      const { deps, author, post } = await setUp();
+      const { deps, patchAsAuthor } = await setUp();
       deps.clock.advance(-3_600_000);
-      const result = await patchPost(deps, {
-        principal: principalOf(author),
-        postId: String(post.id),
-        title: "new",
-      });
+      const result = await patchAsAuthor({ title: "new" });
       expect(result.ok && result.value.updatedAt.getTime()).toBe(CREATED_AT.getTime() + 1);
     });
 
@@ -166,15 +129,8 @@ describe("patchPost", () => {
     });
 
     it("fails with validation listing every failing present field", async () => {
-      const { deps, author, post } = await setUp();
-      expect(
-        await patchPost(deps, {
-          principal: principalOf(author),
-          postId: String(post.id),
-          title: "",
-          content: ["x"],
-        }),
-      ).toStrictEqual({
+      const { patchAsAuthor } = await setUp();
+      expect(await patchAsAuthor({ title: "", content: ["x"] })).toStrictEqual({
         ok: false,
         error: {
           kind: "validation",
@@ -187,13 +143,8 @@ describe("patchPost", () => {
     });
 
     it("fails with validation for a too-long title and leaves the post unchanged", async () => {
-      const { deps, author, post } = await setUp();
-      const result = await patchPost(deps, {
-        principal: principalOf(author),
-        postId: String(post.id),
-        title: "😀".repeat(256),
-        content: "valid",
-      });
+      const { deps, post, patchAsAuthor } = await setUp();
+      const result = await patchAsAuthor({ title: "😀".repeat(256), content: "valid" });
       expect(result).toStrictEqual({
         ok: false,
         error: { kind: "validation", errors: [{ field: "title", message: MESSAGES.titleTooLong }] },
@@ -293,14 +244,9 @@ describe("patchPost", () => {
 
   describe("expected versions", () => {
     it("changes the post when it is at an expected version, and answers the new version", async () => {
-      const { deps, author, post } = await setUp();
+      const { deps, post, patchAsAuthor } = await setUp();
       deps.clock.advance(1000);
-      const result = await patchPost(deps, {
-        principal: principalOf(author),
-        postId: String(post.id),
-        title: "new",
-        expectedVersions: [new Date(0), post.updatedAt],
-      });
+      const result = await patchAsAuthor({ title: "new", expectedVersions: [new Date(0), post.updatedAt] });
       expect(result).toStrictEqual({
         ok: true,
         value: { ...post, title: "new", updatedAt: deps.clock.now() },
@@ -308,33 +254,20 @@ describe("patchPost", () => {
     });
 
     it("fails with version-mismatch, changing nothing, on a version the post has moved past", async () => {
-      const { deps, author, post } = await setUp();
+      const { deps, post, patchAsAuthor } = await setUp();
       const seen = post.updatedAt;
-      const moved = await patchPost(deps, {
-        principal: principalOf(author),
-        postId: String(post.id),
-        title: "1",
-      });
-      const stale = await patchPost(deps, {
-        principal: principalOf(author),
-        postId: String(post.id),
-        content: "2",
-        expectedVersions: [seen],
-      });
+      const moved = await patchAsAuthor({ title: "1" });
+      const stale = await patchAsAuthor({ content: "2", expectedVersions: [seen] });
       expect(stale).toStrictEqual({ ok: false, error: { kind: "version-mismatch" } });
       expect(await deps.posts.findById(post.id)).toStrictEqual(moved.ok ? moved.value : undefined);
     });
 
     it("fails with version-mismatch for an empty list (a malformed precondition)", async () => {
-      const { deps, author, post } = await setUp();
-      expect(
-        await patchPost(deps, {
-          principal: principalOf(author),
-          postId: String(post.id),
-          title: "x",
-          expectedVersions: [],
-        }),
-      ).toStrictEqual({ ok: false, error: { kind: "version-mismatch" } });
+      const { deps, post, patchAsAuthor } = await setUp();
+      expect(await patchAsAuthor({ title: "x", expectedVersions: [] })).toStrictEqual({
+        ok: false,
+        error: { kind: "version-mismatch" },
+      });
       expect(await deps.posts.findById(post.id)).toStrictEqual(post);
     });
 
@@ -349,31 +282,13 @@ describe("patchPost", () => {
     });
 
     it("checks both-null before the version: an empty patch with a stale version is empty-patch", async () => {
-      const { deps, author, post } = await setUp();
-      expect(
-        kindOf(
-          await patchPost(deps, {
-            principal: principalOf(author),
-            postId: String(post.id),
-            title: null,
-            expectedVersions: [],
-          }),
-        ),
-      ).toBe("empty-patch");
+      const { patchAsAuthor } = await setUp();
+      expect(kindOf(await patchAsAuthor({ title: null, expectedVersions: [] }))).toBe("empty-patch");
     });
 
     it("checks validation before the version", async () => {
-      const { deps, author, post } = await setUp();
-      expect(
-        kindOf(
-          await patchPost(deps, {
-            principal: principalOf(author),
-            postId: String(post.id),
-            title: " ",
-            expectedVersions: [],
-          }),
-        ),
-      ).toBe("validation");
+      const { patchAsAuthor } = await setUp();
+      expect(kindOf(await patchAsAuthor({ title: " ", expectedVersions: [] }))).toBe("validation");
     });
 
     it("answers version-mismatch to a client naming a version of a post deleted since", async () => {
