@@ -12,8 +12,9 @@ import { afterAll, expect, it, vi } from "vitest";
 import { type ServiceCluster, startCluster } from "../multi-instance/service-cluster.js";
 import { idFromLocation, jsonRequest } from "../reliability/api-client.js";
 import { TEST_JWT_SECRET } from "../support/service-process.js";
+import type { CloudEvent, PostJson } from "../support/wire-json.js";
 import { Fleet } from "./fleet.js";
-import { type Attempt, type CloudEvent, Ledger, matchPost, type PostJson } from "./ledger.js";
+import { type Attempt, Ledger, matchPost } from "./ledger.js";
 import { SseFollower } from "./sse-follower.js";
 
 const NATS_PORT = 21309;

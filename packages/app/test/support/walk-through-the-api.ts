@@ -1,4 +1,5 @@
 import { expect } from "vitest";
+import type { PostJson } from "./wire-json.js";
 
 const JSON_TYPE = "application/json; charset=utf-8";
 const TEXT_TYPE = "text/plain; charset=utf-8";
@@ -10,15 +11,6 @@ export interface WalkResult {
   readonly email: string;
   readonly password: string;
   readonly userId: number;
-}
-
-interface Post {
-  readonly id: number;
-  readonly title: string;
-  readonly content: string;
-  readonly createdAt: string;
-  readonly updatedAt: string;
-  readonly user: { readonly id: number; readonly email: string };
 }
 
 /**
@@ -91,7 +83,7 @@ export async function walkThroughTheApi(baseUrl: string, utcOffset: string): Pro
   const firstPage = await api(`/api/v1/posts?size=2&userId=${user.id}`);
   expect(firstPage.status).toBe(200);
   expect(firstPage.headers.get("content-type")).toBe(JSON_TYPE);
-  const page1 = (await firstPage.json()) as { content: Post[]; size: number; nextCursor: string | null };
+  const page1 = (await firstPage.json()) as { content: PostJson[]; size: number; nextCursor: string | null };
   expect(page1.size).toBe(2);
   expect(page1.content.map((post) => post.id)).toEqual([thirdId, secondId]);
   expect(typeof page1.nextCursor).toBe("string");
@@ -107,7 +99,7 @@ export async function walkThroughTheApi(baseUrl: string, utcOffset: string): Pro
   const secondPage = await fetch(nextUrl);
   expect(secondPage.status).toBe(200);
   expect(secondPage.headers.get("link")).toBeNull();
-  const page2 = (await secondPage.json()) as { content: Post[]; size: number; nextCursor: string | null };
+  const page2 = (await secondPage.json()) as { content: PostJson[]; size: number; nextCursor: string | null };
   expect(page2.content.map((post) => post.id)).toEqual([firstId]);
   expect(page2.nextCursor).toBeNull();
 
@@ -115,7 +107,7 @@ export async function walkThroughTheApi(baseUrl: string, utcOffset: string): Pro
   const read = await api(`/api/v1/posts/${firstId}`);
   expect(read.status).toBe(200);
   expect(read.headers.get("content-type")).toBe(JSON_TYPE);
-  const post = (await read.json()) as Post;
+  const post = (await read.json()) as PostJson;
   expect(Object.keys(post).sort()).toEqual(POST_KEYS);
   expect(post).toEqual({
     id: firstId,
@@ -136,7 +128,7 @@ export async function walkThroughTheApi(baseUrl: string, utcOffset: string): Pro
   });
   expect(patched.status).toBe(200);
   expect(patched.headers.get("content-type")).toBe(JSON_TYPE);
-  const after = (await patched.json()) as Post;
+  const after = (await patched.json()) as PostJson;
   expect(Object.keys(after).sort()).toEqual(POST_KEYS);
   expect(after).toMatchObject({
     id: firstId,
