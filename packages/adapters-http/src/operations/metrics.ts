@@ -66,6 +66,9 @@ const plugin: FastifyPluginCallback<MetricsOptions> = (app, options, done) => {
 
 /** Gauges read from the pool when scraped: nothing runs between scrapes. */
 function registerPoolGauges(registry: Registry, stats: () => DatabasePoolStats): void {
+  // Each metric is declared whole, as prom-client has them (here, in registerPostCacheMetrics,
+  // event-feed-metrics.ts and standby-metrics.ts): its name, help and reading side by side, so
+  // that one reads as /metrics shows it; they look alike without sharing a logic.
   new Gauge({
     name: "db_pool_max_connections",
     help: "Most connections the database pool opens",
