@@ -28,6 +28,7 @@ export {
   type PostgresPublisherLeaseOptions,
 } from "./events/publisher-lease.js";
 export type { NotificationListener, Notifications } from "./notifications/notifications.js";
+export { CurrentPosts, type CurrentPostsOptions, type ReadTicket } from "./post-cache/current-posts.js";
 export {
   PostCache,
   type PostCacheOptions,

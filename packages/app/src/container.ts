@@ -5,6 +5,7 @@ import type { HttpAppOptions } from "@posts/adapters-http";
 import { buildHttpApp, buildMetricsApp, cloudEventRenderer, JwtTokenIssuer } from "@posts/adapters-http";
 import type { DatabaseHandle, PostCacheView } from "@posts/adapters-postgres";
 import {
+  CurrentPosts,
   isDatabaseUnavailable,
   PostCache,
   PostgresAttemptCounter,
@@ -66,6 +67,7 @@ export const TOKENS = {
   tokenIssuer: Symbol("TokenIssuer") as InjectionToken<TokenIssuer>,
   /** The posts kept in memory, or `undefined` with POST_CACHE_MAX_BYTES=0. */
   postCache: Symbol("PostCache") as InjectionToken<PostCache | undefined>,
+  currentPosts: Symbol("CurrentPosts") as InjectionToken<CurrentPosts | undefined>,
   postRepository: Symbol("PostRepository") as InjectionToken<PostRepository>,
   userRepository: Symbol("UserRepository") as InjectionToken<UserRepository>,
   attemptCounter: Symbol("AttemptCounter") as InjectionToken<AttemptCounter>,
@@ -123,8 +125,19 @@ export function createContainer(config: AppConfig, logger: Logger): DependencyCo
     );
     return maxBytes === 0 ? undefined : new PostCache({ maxBytes, maxPostBytes });
   });
+  // On the embedded database alone, which no other process writes: the posts as this process's
+  // writes left them, so that a GET of one post does not wait behind a long statement on the
+  // database's one session. Within the post cache's bounds, beside it.
+  factory(container, TOKENS.currentPosts, (c) => {
+    const { POST_CACHE_MAX_BYTES: maxBytes, POST_CACHE_MAX_POST_BYTES: maxPostBytes } = c.resolve(
+      TOKENS.config,
+    );
+    const { engine } = c.resolve(TOKENS.database);
+    return engine !== "pglite" || maxBytes === 0 ? undefined : new CurrentPosts({ maxBytes, maxPostBytes });
+  });
   factory(container, TOKENS.postRepository, (c) => {
     const cache = c.resolve(TOKENS.postCache);
+    const currentPosts = c.resolve(TOKENS.currentPosts);
     // With standbys, the reads one may answer go through the database's standby reads.
     const { db, readStatements } = c.resolve(TOKENS.database);
     // A change's event is numbered as soon as the change committed (see PostgresChangeEventLog).
@@ -132,6 +145,7 @@ export function createContainer(config: AppConfig, logger: Logger): DependencyCo
     const pendingLists = c.resolve(TOKENS.pendingLists);
     return new PostgresPostRepository(db, {
       ...(cache === undefined ? {} : { cache }),
+      ...(currentPosts === undefined ? {} : { currentPosts }),
       ...(readStatements === undefined ? {} : { readStatements }),
       onChange: () => {
         events.wake();
@@ -142,8 +156,10 @@ export function createContainer(config: AppConfig, logger: Logger): DependencyCo
   factory(container, TOKENS.userRepository, (c) => {
     const { db, readStatements } = c.resolve(TOKENS.database);
     const events = c.resolve(TOKENS.changeEvents);
+    const currentPosts = c.resolve(TOKENS.currentPosts);
     return new PostgresUserRepository(db, {
       ...(readStatements === undefined ? {} : { readStatements }),
+      ...(currentPosts === undefined ? {} : { currentPosts }),
       onChange: () => events.wake(),
     });
   });

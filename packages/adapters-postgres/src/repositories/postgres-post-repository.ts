@@ -17,6 +17,7 @@ import { DEFAULT_SEARCH_BUDGET } from "@posts/domain";
 import type { Kysely } from "kysely";
 import type { RunStatement } from "../connection/direct-statements.js";
 import { parseInt8 } from "../connection/type-parsers.js";
+import type { CurrentPosts } from "../post-cache/current-posts.js";
 import { PostCache, type PostCacheOptions, type PostCacheStats } from "../post-cache/post-cache.js";
 import { toPost } from "../rows/post-row.js";
 import type { Database } from "../schema/database.js";
@@ -81,6 +82,12 @@ export interface PostgresPostRepositoryOptions {
    * change's event is numbered at once rather than at the log's periodic check.
    */
   readonly onChange?: () => void;
+  /**
+   * The current posts, for a database that this process alone writes (the embedded one), given
+   * too to the user repository, whose deletions delete posts: a lookup by id that finds its post
+   * there answers without a statement. Never for a database another process may write.
+   */
+  readonly currentPosts?: CurrentPosts;
 }
 
 /**
@@ -107,6 +114,7 @@ export class PostgresPostRepository implements PostRepository {
   readonly #idempotent: IdempotentCreation;
   readonly #owned: OwnedWrites;
   readonly #onChange: () => void;
+  readonly #current: CurrentPosts | undefined;
 
   constructor(db: Kysely<Database>, options: PostgresPostRepositoryOptions = {}) {
     const { cache } = options;
@@ -130,6 +138,7 @@ export class PostgresPostRepository implements PostRepository {
     this.#plain = new PlainCreation(db);
     this.#idempotent = new IdempotentCreation(db);
     this.#owned = new OwnedWrites(db);
+    this.#current = options.currentPosts;
     const onChange = options.onChange;
     this.#onChange = () => {
       results?.changed();
@@ -138,8 +147,11 @@ export class PostgresPostRepository implements PostRepository {
   }
 
   async create(post: NewPost): Promise<Post | undefined> {
-    const created = await this.#plain.create(post);
-    if (created !== undefined) this.#onChange();
+    const created = await this.#writing(() => this.#plain.create(post));
+    if (created !== undefined) {
+      this.#current?.written(created);
+      this.#onChange();
+    }
     return created;
   }
 
@@ -147,7 +159,8 @@ export class PostgresPostRepository implements PostRepository {
     post: NewPost,
     key: IdempotencyKey,
   ): Promise<Result<CreatedPost, IdempotentCreateFailure>> {
-    const created = await this.#idempotent.create(post, key);
+    // Answers the id alone: the post is read by id afterwards, and stored then.
+    const created = await this.#writing(() => this.#idempotent.create(post, key));
     if (created.ok) this.#onChange();
     return created;
   }
@@ -157,12 +170,19 @@ export class PostgresPostRepository implements PostRepository {
   }
 
   async findById(id: number): Promise<Post | undefined> {
+    const current = this.#current;
+    const held = current?.get(id);
+    // The pages' cached object when it is this version, so that what callers keep beside it
+    // (the HTTP adapter's JSON) serves again.
+    if (held !== undefined) return this.#cache?.peek(id, held.updatedAt.getTime()) ?? held;
+    const ticket = current?.readStarting();
     const row = await this.#lookups.find(id);
     if (row === undefined) return undefined;
-    // The cached object when it is this version, so that what callers keep beside it (the
-    // HTTP adapter's JSON) serves again; a post read alone is not cached, so that reading many
-    // posts once each does not churn the pages' cache.
-    return this.#cache?.peek(parseInt8(row.id), row.updated_at.getTime()) ?? toPost(row);
+    // A post read alone is not cached for pages, so that reading many posts once each does
+    // not churn the pages' cache.
+    const post = this.#cache?.peek(parseInt8(row.id), row.updated_at.getTime()) ?? toPost(row);
+    current?.readDone(ticket, post);
+    return post;
   }
 
   async listPage(query: PostPageQuery): Promise<readonly Post[]> {
@@ -194,21 +214,27 @@ export class PostgresPostRepository implements PostRepository {
   }
 
   async update(update: PostUpdate): Promise<Result<Post, OwnedWriteFailure>> {
-    const updated = await this.#owned.update(update);
+    const updated = await this.#writing(() => this.#owned.update(update));
     // The next page that lists a post it holds finds this version here.
     if (updated.ok) {
       this.#cache?.replace(updated.value);
+      this.#current?.written(updated.value);
       this.#onChange();
     }
     return updated;
   }
 
   async delete(target: PostDeletion): Promise<Result<void, OwnedWriteFailure>> {
-    const deleted = await this.#owned.delete(target);
+    const deleted = await this.#writing(() => this.#owned.delete(target));
     if (deleted.ok) {
       this.#cache?.forget(target.id);
+      this.#current?.deleted(target.id);
       this.#onChange();
     }
     return deleted;
+  }
+
+  #writing<T>(write: () => Promise<T>): Promise<T> {
+    return this.#current === undefined ? write() : this.#current.writing(write);
   }
 }

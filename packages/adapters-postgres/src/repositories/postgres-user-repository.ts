@@ -3,6 +3,7 @@ import { type Kysely, sql } from "kysely";
 import type { RunStatement } from "../connection/direct-statements.js";
 import { type PreparedStatement, prepare } from "../connection/prepare.js";
 import { SQLSTATE_UNIQUE_VIOLATION, sqlStateOf } from "../connection/sql-state.js";
+import type { CurrentPosts } from "../post-cache/current-posts.js";
 import { toUser, type UserRow } from "../rows/user-row.js";
 import type { Database } from "../schema/database.js";
 
@@ -27,6 +28,11 @@ export interface PostgresUserRepositoryOptions {
    * log's `wake`, so that those deletions' events are numbered at once.
    */
   readonly onChange?: () => void;
+  /**
+   * The current posts the post repository answers from, on a database that this process alone
+   * writes: a user's deletion, which deletes their posts, forgets them there.
+   */
+  readonly currentPosts?: CurrentPosts;
 }
 
 /**
@@ -41,9 +47,11 @@ export class PostgresUserRepository implements UserRepository {
   readonly #findById: PreparedStatement<{ id: number }, UserRow>;
   readonly #delete: PreparedStatement<{ id: number }, { readonly id: number }>;
   readonly #onChange: () => void;
+  readonly #currentPosts: CurrentPosts | undefined;
 
   constructor(db: Kysely<Database>, options: PostgresUserRepositoryOptions = {}) {
     this.#onChange = options.onChange ?? (() => {});
+    this.#currentPosts = options.currentPosts;
     // A taken email inserts nothing and returns no row, instead of failing the statement.
     this.#create = prepare(db, (p: CreateValues) =>
       db
@@ -102,8 +110,12 @@ export class PostgresUserRepository implements UserRepository {
 
   async delete(id: number): Promise<boolean> {
     // The foreign key's ON DELETE CASCADE removes the user's posts within this statement.
-    const rows = await this.#delete({ id });
+    const current = this.#currentPosts;
+    const rows = await (current === undefined
+      ? this.#delete({ id })
+      : current.writing(() => this.#delete({ id })));
     if (rows.length === 0) return false;
+    current?.authorDeleted(id);
     this.#onChange();
     return true;
   }
