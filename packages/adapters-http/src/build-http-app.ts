@@ -17,6 +17,7 @@ import { expectContinue } from "./http/expect-continue.js";
 import { gracefulClose } from "./http/graceful-close.js";
 import { hostCheck } from "./http/host-check.js";
 import { jsonObjectValidatorCompiler } from "./http/json-object-validator-compiler.js";
+import { JsonThread } from "./http/json-thread.js";
 import { lingeringClose } from "./http/lingering-close.js";
 import { helmetHeaders, securityHeaders } from "./http/security-headers.js";
 import { useStrictUtf8JsonParser } from "./http/strict-utf8-json-parser.js";
@@ -95,7 +96,10 @@ export async function buildHttpApp(options: HttpAppOptions): Promise<FastifyInst
   app.setValidatorCompiler(jsonObjectValidatorCompiler);
   // Only JSON bodies are accepted; without this, text/plain would be parsed and reach validation (400, not 415).
   app.removeContentTypeParser("text/plain");
-  useStrictUtf8JsonParser(app);
+  // Parses bodies and writes posts of megabytes off the event loop; ends with the app.
+  const jsonThread = new JsonThread();
+  app.addHook("onClose", () => jsonThread.close());
+  useStrictUtf8JsonParser(app, jsonThread);
   app.setErrorHandler(handleError);
   app.setNotFoundHandler(notFoundHandler(app, sendEnvelope));
 
@@ -145,7 +149,7 @@ export async function buildHttpApp(options: HttpAppOptions): Promise<FastifyInst
     sendEnvelope,
     guards: routeGuards(sendEnvelope),
     entityTags: postEntityTags(options.timeZone),
-    serializer: postSerializer(format, options.postCache),
+    serializer: postSerializer(format, options.postCache, jsonThread),
   };
   await app.register(operationalRoutes, { sendEnvelope, checkReady: options.checkReady, retryAfterSeconds });
   if (options.changeEvents !== undefined) {

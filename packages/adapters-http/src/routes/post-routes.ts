@@ -115,7 +115,7 @@ export const postRoutes: FastifyPluginCallback<RouteContext> = (app, ctx, done) 
     const tag = entityTags.post(result.value);
     tagged(reply, tag).header("cache-control", NO_CACHE);
     if (holdsCurrent(request, tag)) return reply.code(304).send();
-    return sendJson(reply, serializer.post(result.value));
+    return sendJson(reply, await serializer.post(result.value));
   });
 
   app.patch(
@@ -131,7 +131,7 @@ export const postRoutes: FastifyPluginCallback<RouteContext> = (app, ctx, done) 
         expectedVersions: expectedVersions(request),
       });
       if (!result.ok) return sendDomainError(reply, result.error, sendEnvelope);
-      return sendJson(tagged(reply, entityTags.post(result.value)), serializer.post(result.value));
+      return sendJson(tagged(reply, entityTags.post(result.value)), await serializer.post(result.value));
     },
   );
 

@@ -1,4 +1,5 @@
 import type { Post, PostPage } from "@posts/domain";
+import { JSON_THREAD_MIN_BYTES, type JsonThread } from "../http/json-thread.js";
 import type { TimestampFormatter } from "../http/timestamp-formatter.js";
 import type { PostCacheAccess } from "../http-app-options.js";
 import type { PostJson } from "../schemas/post-schemas.js";
@@ -9,8 +10,12 @@ import type { PostJson } from "../schemas/post-schemas.js";
  * same in GET by id, PATCH and every list and search page.
  */
 export interface PostSerializer {
-  /** A post as `PostSchema` describes it (docs/posts.md#a-post-on-the-wire): {@link postJson}, in UTF-8. */
-  post(post: Post): Buffer;
+  /**
+   * A post as `PostSchema` describes it (docs/posts.md#a-post-on-the-wire): {@link postJson}, in
+   * UTF-8; written on the JSON thread, so answered as a promise, when its content is of
+   * megabytes.
+   */
+  post(post: Post): Buffer | Promise<Buffer>;
   /** A page as `PostPageSchema` describes it: its posts as {@link PostSerializer.post} writes them, its size and nextCursor. */
   page(page: PostPage): Buffer;
 }
@@ -27,15 +32,26 @@ export function postJson(post: Post, format: TimestampFormatter): string {
  * Builds the serializer for timestamps written by `format`; a page is assembled around its
  * posts' bytes. Given a repository's `cache`, the JSON of each post it holds is kept beside
  * the post for as long as that object lives, and sent again from there: a page of cached posts
- * becomes a copy of bytes.
+ * becomes a copy of bytes. Given a JSON `thread`, a post whose content has
+ * `JSON_THREAD_MIN_BYTES` characters or more is written there, off the event loop.
  *
  * Why bytes and not text: a page's text is encoded to UTF-8 again at every answer, and one post
  * with a character beyond Latin-1 (a Korean title) makes the whole page a two-byte string,
  * whose encoding costs several times what copying kept bytes does.
  */
-export function postSerializer(format: TimestampFormatter, cache?: PostCacheAccess): PostSerializer {
+export function postSerializer(
+  format: TimestampFormatter,
+  cache?: PostCacheAccess,
+  thread?: JsonThread,
+): PostSerializer {
   const serialize = (post: Post) => Buffer.from(postJson(post, format));
-  if (cache === undefined) return { post: serialize, page: (page) => pageJson(page, serialize) };
+  const large = (post: Post): Promise<Buffer> | undefined =>
+    thread === undefined || post.content.length < JSON_THREAD_MIN_BYTES
+      ? undefined
+      : thread.stringify(toPostJson(post, format)).then((json) => json ?? serialize(post));
+  if (cache === undefined) {
+    return { post: (post) => large(post) ?? serialize(post), page: (page) => pageJson(page, serialize) };
+  }
 
   // Weak, and only for posts the cache holds: the memo never keeps a post alive, so it holds
   // no more than the cache (whose byte bound counts these bytes) plus the requests in flight, and
@@ -52,6 +68,8 @@ export function postSerializer(format: TimestampFormatter, cache?: PostCacheAcce
   };
   return {
     post: (post) => {
+      const written = large(post);
+      if (written !== undefined) return written;
       const json = memoized(post);
       return typeof json === "string" ? Buffer.from(json, "latin1") : json;
     },
