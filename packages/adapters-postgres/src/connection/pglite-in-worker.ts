@@ -102,6 +102,11 @@ export class PgliteInWorker implements Pick<PGlite, "query" | "close"> {
 
   /** Runs one statement with PGlite's extended protocol; rows parsed with the adapter's type parsers. */
   async query<T>(sql: string, params: unknown[] = []): Promise<Results<T>> {
+    // Copying a parameter of megabytes to the thread takes tens of milliseconds or more: posted
+    // in a turn of the event loop of its own, not after the request's parsing and validation in
+    // the same turn, so that other requests are answered in between. The statement's order
+    // holds: the dialect hands its one connection to the next statement once this one answers.
+    if (params.some(isLarge)) await new Promise((resolve) => setImmediate(resolve));
     const { rows, affectedRows, fields } = await this.#request({ kind: "query", id: 0, sql, params });
     return { rows: rows as T[], ...(affectedRows === undefined ? {} : { affectedRows }), fields };
   }
@@ -175,6 +180,18 @@ export class PgliteInWorker implements Pick<PGlite, "query" | "close"> {
     this.#pending.clear();
     this.#onFailure?.(cause);
   }
+}
+
+/** A parameter of at least this many characters is posted in a turn of its own (see `query`). */
+const LARGE_PARAMETER_CHARACTERS = 1024 * 1024;
+
+/** A string of that many characters, or an array of strings that long together (batched creations). */
+function isLarge(parameter: unknown): boolean {
+  if (typeof parameter === "string") return parameter.length >= LARGE_PARAMETER_CHARACTERS;
+  if (!Array.isArray(parameter)) return false;
+  let characters = 0;
+  for (const item of parameter) if (typeof item === "string") characters += item.length;
+  return characters >= LARGE_PARAMETER_CHARACTERS;
 }
 
 /** The error PGlite threw in the worker, rebuilt here with its fields (`code`, `detail`…). */

@@ -36,15 +36,17 @@ export class CurrentPosts {
   /** Writes begun since this was made: a read stores its post only if none began meanwhile. */
   #writesBegun = 0;
   #writesInFlight = 0;
+  readonly #maxPostBytes: number;
 
   constructor(options: CurrentPostsOptions) {
     if (!(Number.isSafeInteger(options.maxBytes) && options.maxBytes >= 1)) {
       throw new RangeError(`maxBytes must be a positive integer, got ${options.maxBytes}`);
     }
     const maxPostBytes = options.maxPostBytes ?? Math.max(1, Math.floor(options.maxBytes / 16));
+    this.#maxPostBytes = Math.min(maxPostBytes, options.maxBytes);
     this.#posts = new LRUCache<number, Post>({
       maxSize: options.maxBytes,
-      maxEntrySize: Math.min(maxPostBytes, options.maxBytes),
+      maxEntrySize: this.#maxPostBytes,
       sizeCalculation: estimatedBytes,
     });
   }
@@ -105,6 +107,12 @@ export class CurrentPosts {
 
   // Versions only move forward: an answer handled late never replaces a later version.
   #store(post: Post): void {
+    // Counted as at least a byte a character: a post of megabytes is turned away before
+    // estimatedBytes reads all of its text. Its earlier version, if held, is no longer current.
+    if (post.content.length > this.#maxPostBytes) {
+      this.#posts.delete(post.id);
+      return;
+    }
     const held = this.#posts.peek(post.id);
     if (held === undefined || held.updatedAt.getTime() <= post.updatedAt.getTime()) {
       this.#posts.set(post.id, post);
