@@ -1,4 +1,4 @@
-import { PostgresPostRepository } from "@posts/adapters-postgres";
+import { CurrentPosts, PostgresPostRepository, PostgresUserRepository } from "@posts/adapters-postgres";
 import { openTestDatabase } from "@posts/adapters-postgres/testing";
 import {
   attemptCounterContract,
@@ -36,6 +36,20 @@ describeOnEachEngine("the repository contracts on %s", (engine) => {
     cache: { maxBytes: 5000, maxPostBytes: 5000, alwaysThroughCache: true },
   });
   cached("an adaptive post cache", { cache: { maxBytes: 64 * 1024 * 1024 } });
+  // The current posts answer lookups by id only on the embedded database, which no other process
+  // writes: shared by the repositories that write posts, as the composition root shares them.
+  if (engine === "pglite") {
+    postRepositoryContract(`PostgresPostRepository with the current posts on ${engine}`, async () => {
+      opened ??= openTestDatabase(engine);
+      const { db } = await opened;
+      const currentPosts = new CurrentPosts({ maxBytes: 64 * 1024 * 1024 });
+      return {
+        posts: new PostgresPostRepository(db, { currentPosts }),
+        users: new PostgresUserRepository(db, { currentPosts }),
+        budgetedPosts: new PostgresPostRepository(db, { currentPosts, searchBudget: 3 }),
+      };
+    });
+  }
   userRepositoryContract(`PostgresUserRepository on ${engine}`, open);
   attemptCounterContract(`PostgresAttemptCounter on ${engine}`, async () => {
     opened ??= openTestDatabase(engine);
