@@ -30,13 +30,15 @@ const DRIVER_MESSAGES = [
   /^Query read timeout$/, // query_timeout
   /is not queryable$/, // a client that had a connection error, or was closed
   /^Cannot use a pool after calling end on the pool$/, // shutting down
+  /^Commit not confirmed by a synchronous standby$/, // poolForKysely: a commit that may be lost
 ];
 
 /**
  * Whether an error means the database cannot be reached or cannot answer right now, as opposed
  * to a fault in the request or the code: connection refused, reset or terminated, a DNS
  * failure, a pool acquire or connect timeout, a statement or query timeout (57014), the server
- * shutting down or starting (57P01–57P03), too many connections, and every class 08 SQLSTATE.
+ * shutting down or starting (57P01–57P03), too many connections, every class 08 SQLSTATE, and a
+ * commit whose wait for the synchronous standby was cancelled (see `poolForKysely`).
  * The HTTP layer answers these with 503 and Retry-After. Looks through `cause` chains and the
  * `errors` of an `AggregateError` (Node reports each address it tried).
  */

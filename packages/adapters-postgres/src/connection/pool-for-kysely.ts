@@ -20,6 +20,22 @@ export interface PoolStats {
 export const READ_TIMEOUT = "Query read timeout";
 
 /**
+ * The message of the error a statement fails with when PostgreSQL cancelled its wait for the
+ * synchronous standby: {@link isDatabaseUnavailable} knows it.
+ */
+export const SYNC_COMMIT_UNCONFIRMED = "Commit not confirmed by a synchronous standby";
+
+/**
+ * The WARNING PostgreSQL sends, then a success, when the wait of a commit for its synchronous
+ * standby is cancelled (pg_cancel_backend, or a terminated session): "canceling wait for
+ * synchronous replication due to user request", "canceling the wait for synchronous replication
+ * and terminating connection …". The commit is then local only and may be lost in a failover.
+ * Matched on the text, as the first has no SQLSTATE of its own (01000, any warning); the
+ * server's lc_messages must therefore be English, as it is by default.
+ */
+const SYNC_WAIT_CANCELLED = /wait for synchronous replication/;
+
+/**
  * "cached plan must not change result type": a named statement whose result columns a schema
  * change altered (ALTER COLUMN ... TYPE, or a `*` that a new column widens). PostgreSQL replans
  * such a statement by itself for any other change, but never changes the result type of one
@@ -47,6 +63,11 @@ type Done = (error: Error | null, result?: pg.QueryResult) => void;
  * connection is destroyed when released: it may still be waiting for that answer, and a
  * statement queued behind it would wait too. 0 means no read timeout. Cursors (Kysely's
  * `stream()`) are not supported; this adapter does not use them.
+ *
+ * A statement during which the server reports a cancelled wait for its synchronous standby
+ * (a commit, explicit or of a statement run as a transaction of its own) fails with
+ * {@link SYNC_COMMIT_UNCONFIRMED} although the server answered success: that commit may not
+ * survive a failover, so it is never acknowledged as one.
  *
  * With `names`, a statement whose text has a name there runs as that named prepared statement
  * (parsed once per connection); any other runs unnamed, as without `names`. When a
@@ -126,11 +147,17 @@ class TimedClient implements PostgresPoolClient {
   readonly #names: StatementNames | undefined;
   /** Set once a statement went unanswered past the read timeout: the connection is not reused. */
   #stalled = false;
+  /** The server's warning that the running statement's commit was not confirmed by the synchronous standby. */
+  #unconfirmed: { readonly message?: string | undefined } | undefined;
 
   constructor(client: pg.PoolClient, readTimeoutMillis: number, names: StatementNames | undefined) {
     this.#client = client;
     this.#readTimeoutMillis = readTimeoutMillis;
     this.#names = names;
+    // pg emits a notice as it reads it, before the answer of the statement it came with.
+    client.on("notice", (notice) => {
+      if (SYNC_WAIT_CANCELLED.test(notice.message ?? "")) this.#unconfirmed = notice;
+    });
   }
 
   query<R>(sql: string, parameters: ReadonlyArray<unknown>): Promise<PostgresQueryResult<R>>;
@@ -156,6 +183,7 @@ class TimedClient implements PostgresPoolClient {
       return;
     }
     let settled = false;
+    this.#unconfirmed = undefined;
     const names = this.#names;
     let name = names?.nameOf(sql);
     let renewed = false;
@@ -182,6 +210,12 @@ class TimedClient implements PostgresPoolClient {
       }
       settled = true;
       clearTimeout(timer);
+      const unconfirmed = this.#unconfirmed;
+      this.#unconfirmed = undefined;
+      if (unconfirmed !== undefined && !error) {
+        done(new Error(SYNC_COMMIT_UNCONFIRMED, { cause: unconfirmed }));
+        return;
+      }
       done(error, result);
     };
     this.#send(sql, name, parameters, answer);

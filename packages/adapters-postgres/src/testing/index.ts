@@ -1,3 +1,4 @@
+export { LocalCluster, type LocalServer, postgresBinariesForTests } from "./local-cluster.js";
 export { migrateTo } from "./migrate-to.js";
 export { type OpenTestDatabaseOptions, openTestDatabase, type TestDatabase } from "./open-test-database.js";
 export {
