@@ -15,6 +15,7 @@ const SOCKET_CODES = new Set([
 
 // SQLSTATEs outside class 08 (connection exception) that mean "not now" rather than "wrong".
 const UNAVAILABLE_SQLSTATES = new Set([
+  "25006", // read_only_sql_transaction: a write reached a standby or a demoted primary (failover)
   "57014", // query_canceled: statement_timeout fired
   "57P01", // admin_shutdown: the server is stopping or a DBA terminated the session
   "57P02", // crash_shutdown
@@ -37,7 +38,8 @@ const DRIVER_MESSAGES = [
  * Whether an error means the database cannot be reached or cannot answer right now, as opposed
  * to a fault in the request or the code: connection refused, reset or terminated, a DNS
  * failure, a pool acquire or connect timeout, a statement or query timeout (57014), the server
- * shutting down or starting (57P01–57P03), too many connections, every class 08 SQLSTATE, and a
+ * shutting down or starting (57P01–57P03), too many connections, every class 08 SQLSTATE, a
+ * write on a server that takes none (25006, while a failover moves the write endpoint), and a
  * commit whose wait for the synchronous standby was cancelled (see `poolForKysely`).
  * The HTTP layer answers these with 503 and Retry-After. Looks through `cause` chains and the
  * `errors` of an `AggregateError` (Node reports each address it tried).

@@ -43,6 +43,12 @@ const SYNC_WAIT_CANCELLED = /wait for synchronous replication/;
  */
 const SQLSTATE_STALE_PLAN = "0A000";
 
+/**
+ * read_only_sql_transaction: a write on a server that is no longer (or not yet) the primary,
+ * reached through a write endpoint that still routes to it during a failover.
+ */
+const SQLSTATE_READ_ONLY = "25006";
+
 /** What `pg` answers a statement with, through its callback. */
 type Answer = (error: Error | null, result: pg.QueryResult) => void;
 
@@ -68,6 +74,11 @@ type Done = (error: Error | null, result?: pg.QueryResult) => void;
  * (a commit, explicit or of a statement run as a transaction of its own) fails with
  * {@link SYNC_COMMIT_UNCONFIRMED} although the server answered success: that commit may not
  * survive a failover, so it is never acknowledged as one.
+ *
+ * A connection on which a write failed with 25006 (read_only_sql_transaction) is on a server
+ * that takes no writes, a demoted primary or a standby, and stays there: it is destroyed when
+ * released, so that the next connection is made afresh through the write endpoint, which then
+ * names the new primary.
  *
  * With `names`, a statement whose text has a name there runs as that named prepared statement
  * (parsed once per connection); any other runs unnamed, as without `names`. When a
@@ -147,6 +158,8 @@ class TimedClient implements PostgresPoolClient {
   readonly #names: StatementNames | undefined;
   /** Set once a statement went unanswered past the read timeout: the connection is not reused. */
   #stalled = false;
+  /** Set once a statement failed as on a server that takes no writes: the connection is not reused. */
+  #readOnly = false;
   /** The server's warning that the running statement's commit was not confirmed by the synchronous standby. */
   #unconfirmed: { readonly message?: string | undefined } | undefined;
 
@@ -210,6 +223,7 @@ class TimedClient implements PostgresPoolClient {
       }
       settled = true;
       clearTimeout(timer);
+      if (error && sqlStateOf(error) === SQLSTATE_READ_ONLY) this.#readOnly = true;
       const unconfirmed = this.#unconfirmed;
       this.#unconfirmed = undefined;
       if (unconfirmed !== undefined && !error) {
@@ -245,12 +259,14 @@ class TimedClient implements PostgresPoolClient {
   }
 
   release(): void {
-    if (!this.#stalled) {
+    if (!this.#stalled && !this.#readOnly) {
       this.#client.release();
       return;
     }
     // pg-pool destroys a client released with an error: it is never handed out again, and its
     // entry in the pool's WeakMap goes with it.
-    this.#client.release(new Error(READ_TIMEOUT));
+    this.#client.release(
+      new Error(this.#stalled ? READ_TIMEOUT : "connected to a server that takes no writes"),
+    );
   }
 }

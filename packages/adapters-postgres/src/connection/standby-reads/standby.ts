@@ -2,8 +2,13 @@ import type { RunStatement } from "../direct-statements.js";
 import { waitUntil } from "../wait-until.js";
 import { parseWalPosition, type WalPosition } from "./wal-position.js";
 
-/** How far a standby has replayed: `null` when the server is not in recovery (not a standby). */
-export const REPLAY_POSITION_SQL = "SELECT pg_last_wal_replay_lsn()::text AS position";
+/**
+ * How far a standby has replayed: `null` when the server is not in recovery (not a standby). A
+ * promoted standby would keep answering the last position it replayed, static from then on, so
+ * it is asked whether it is still in recovery: it answers null, and leaves the rotation.
+ */
+export const REPLAY_POSITION_SQL =
+  "SELECT (CASE WHEN pg_is_in_recovery() THEN pg_last_wal_replay_lsn() END)::text AS position";
 
 /** The timings of a {@link Standby}. */
 export interface StandbyTimings {
