@@ -34,6 +34,8 @@ import type { RouteContext } from "./routes/route-context.js";
 import { userRoutes } from "./routes/user-routes.js";
 
 const DEFAULT_RETRY_AFTER_SECONDS = 5;
+/** The methods that change something: their 503s are the writes refused that /metrics counts. */
+const WRITE_METHODS: ReadonlySet<string> = new Set(["POST", "PUT", "PATCH", "DELETE"]);
 const NO_EVENT_FEED: EventFeedStats = {
   streams: 0,
   bufferedBytes: 0,
@@ -58,7 +60,16 @@ export async function buildHttpApp(options: HttpAppOptions): Promise<FastifyInst
   const retryAfterSeconds = options.retryAfterSeconds ?? DEFAULT_RETRY_AFTER_SECONDS;
   const buildEnvelope = envelopeBuilder(() => options.deps.clock.now(), format);
   const sendEnvelope = envelopeSender(buildEnvelope);
-  const handleError = errorHandler({ sendEnvelope, isUnavailable: options.isUnavailable, retryAfterSeconds });
+  // Writes answered 503 because the database was unavailable, for /metrics.
+  let writesRefused = 0;
+  const handleError = errorHandler({
+    sendEnvelope,
+    isUnavailable: options.isUnavailable,
+    retryAfterSeconds,
+    onUnavailable: (request) => {
+      if (WRITE_METHODS.has(request.method)) writesRefused += 1;
+    },
+  });
   const { timeouts } = options;
   const requestTimeout = timeouts.requestMs;
 
@@ -140,6 +151,8 @@ export async function buildHttpApp(options: HttpAppOptions): Promise<FastifyInst
       // Called on the cache itself: a class instance's method loses its `this` when passed alone.
       postCacheStats: postCache === undefined ? undefined : () => postCache.stats(),
       standbyStats: options.standbyStats,
+      primaryStats: options.primaryStats,
+      writesRefused: () => writesRefused,
     });
   }
 

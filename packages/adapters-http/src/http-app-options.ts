@@ -53,6 +53,16 @@ export interface StandbyStats {
 }
 
 /**
+ * The changes of primary the database pool has seen behind its URL (GET /metrics): the slice of
+ * adapters-postgres's `PrimaryStats` this adapter shows, declared again here as adapters never
+ * import one another; the app, handing one to the other, checks that they agree.
+ */
+export interface DatabasePrimaryStats {
+  /** Times a new connection found another server the primary (a promotion), since the process started. */
+  readonly changes: number;
+}
+
+/**
  * Reads answered by hot standbys since the process started (GET /metrics): the slice of
  * adapters-postgres's `StandbyReadStats` this adapter shows, declared again here as adapters
  * never import one another; the app, handing one to the other, checks that they agree.
@@ -148,6 +158,8 @@ export interface HttpAppOptions {
   readonly metrics?: boolean | "own-listener";
   /** Read at each scrape of /metrics for the `db_pool_*` gauges; none when absent (no pool). */
   readonly poolStats?: () => DatabasePoolStats;
+  /** Read at each scrape of /metrics for `db_primary_changes_total`; none when absent (no pool). */
+  readonly primaryStats?: () => DatabasePrimaryStats;
   /** Read at each scrape of /metrics for the `db_standby_*` metrics; none when absent (no standbys). */
   readonly standbyStats?: () => StandbyReadStats;
   /**

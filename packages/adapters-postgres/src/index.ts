@@ -3,7 +3,7 @@ export {
   createPostgresDatabase,
   type PostgresDatabaseOptions,
 } from "./connection/create-postgres-database.js";
-export type { DatabaseEngine, DatabaseHandle } from "./connection/database-handle.js";
+export type { DatabaseEngine, DatabaseHandle, PrimaryStats } from "./connection/database-handle.js";
 export type { RunStatement } from "./connection/direct-statements.js";
 export { isDatabaseUnavailable } from "./connection/is-database-unavailable.js";
 export type { PoolStats } from "./connection/pool-for-kysely.js";

@@ -243,6 +243,7 @@ export function createContainer(config: AppConfig, logger: Logger): DependencyCo
       metrics:
         config.METRICS && config.METRICS_PORT !== undefined ? ("own-listener" as const) : config.METRICS,
       poolStats: database.poolStats,
+      ...(database.primaryStats === undefined ? {} : { primaryStats: database.primaryStats }),
       ...(database.standbyStats === undefined ? {} : { standbyStats: database.standbyStats }),
       ...(postCache === undefined ? {} : { postCache }),
       changeEvents: c.resolve(TOKENS.changeEvents),

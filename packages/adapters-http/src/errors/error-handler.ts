@@ -9,6 +9,8 @@ export interface ErrorHandlerOptions {
   readonly isUnavailable?: (error: unknown) => boolean;
   /** Value of Retry-After on a 503. */
   readonly retryAfterSeconds: number;
+  /** Told of each request answered 503 because `isUnavailable` recognized its error. */
+  readonly onUnavailable?: (request: FastifyRequest) => void;
 }
 
 /** Fastify's own client errors, each with the status and fixed message the client gets. */
@@ -34,13 +36,14 @@ const SERVICE_UNAVAILABLE = 503;
  * error's own message, stack or SQL.
  */
 export function errorHandler(options: ErrorHandlerOptions) {
-  const { sendEnvelope, isUnavailable, retryAfterSeconds } = options;
+  const { sendEnvelope, isUnavailable, retryAfterSeconds, onUnavailable } = options;
   return (error: FastifyError, request: FastifyRequest, reply: FastifyReply): FastifyReply => {
     const known = FRAMEWORK_ERRORS[error.code];
     if (known !== undefined) return sendEnvelope(reply, known.status, { message: known.message });
 
     if (recognizes(isUnavailable, error, request)) {
       request.log.warn({ err: error }, "dependency unavailable");
+      onUnavailable?.(request);
       reply.header("retry-after", String(retryAfterSeconds));
       return sendEnvelope(reply, SERVICE_UNAVAILABLE, { message: HTTP_MESSAGES.unavailable });
     }

@@ -2,7 +2,12 @@ import type { FastifyInstance, FastifyPluginCallback, FastifyReply, FastifyReque
 import fp from "fastify-plugin";
 import { Counter, collectDefaultMetrics, Gauge, Registry } from "prom-client";
 import type { EventFeedStats } from "../events/event-feed-stats.js";
-import type { DatabasePoolStats, PostCacheStats, StandbyReadStats } from "../http-app-options.js";
+import type {
+  DatabasePoolStats,
+  DatabasePrimaryStats,
+  PostCacheStats,
+  StandbyReadStats,
+} from "../http-app-options.js";
 import { MetricsRouteSchema } from "../schemas/operational-route-schemas.js";
 import { registerEventFeedMetrics } from "./event-feed-metrics.js";
 import { RequestMetrics } from "./request-metrics.js";
@@ -33,6 +38,9 @@ export interface MetricsOptions {
   readonly postCacheStats?: (() => PostCacheStats) | undefined;
   readonly standbyStats?: (() => StandbyReadStats) | undefined;
   readonly eventFeedStats?: (() => EventFeedStats) | undefined;
+  readonly primaryStats?: (() => DatabasePrimaryStats) | undefined;
+  /** Writes (POST, PUT, PATCH, DELETE) answered 503 because the database was unavailable, so far. */
+  readonly writesRefused?: (() => number) | undefined;
 }
 
 const plugin: FastifyPluginCallback<MetricsOptions> = (app, options, done) => {
@@ -43,6 +51,7 @@ const plugin: FastifyPluginCallback<MetricsOptions> = (app, options, done) => {
   if (options.postCacheStats !== undefined) registerPostCacheMetrics(registry, options.postCacheStats);
   if (options.standbyStats !== undefined) registerStandbyMetrics(registry, options.standbyStats);
   if (options.eventFeedStats !== undefined) registerEventFeedMetrics(registry, options.eventFeedStats);
+  registerFailoverMetrics(registry, options.primaryStats, options.writesRefused);
   const requests = new RequestMetrics();
   for (const metric of requests.metrics()) registry.registerMetric(metric);
 
@@ -63,6 +72,44 @@ const plugin: FastifyPluginCallback<MetricsOptions> = (app, options, done) => {
   }
   done();
 };
+
+/**
+ * The changes of primary the pool has seen and the writes refused while no primary answered,
+ * counted in plain numbers where they happen; each scrape adds what was counted since the one
+ * before.
+ */
+function registerFailoverMetrics(
+  registry: Registry,
+  primaryStats: (() => DatabasePrimaryStats) | undefined,
+  writesRefused: (() => number) | undefined,
+): void {
+  if (primaryStats !== undefined) {
+    let given = 0;
+    new Counter({
+      name: "db_primary_changes_total",
+      help: "Times a new database connection found another server the primary (a promotion) since the process started",
+      registers: [registry],
+      collect() {
+        const { changes } = primaryStats();
+        this.inc(changes - given);
+        given = changes;
+      },
+    });
+  }
+  if (writesRefused !== undefined) {
+    let given = 0;
+    new Counter({
+      name: "db_unavailable_writes_refused_total",
+      help: "Writes (POST, PUT, PATCH, DELETE) answered 503 because the database did not answer or took no writes",
+      registers: [registry],
+      collect() {
+        const refused = writesRefused();
+        this.inc(refused - given);
+        given = refused;
+      },
+    });
+  }
+}
 
 /** Gauges read from the pool when scraped: nothing runs between scrapes. */
 function registerPoolGauges(registry: Registry, stats: () => DatabasePoolStats): void {

@@ -17,6 +17,14 @@ import { TYPE_PARSERS } from "./type-parsers.js";
 /** The name the listening session prepares the primary-position statement under (no `posts_N` of `StatementNames`). */
 const POSITION_STATEMENT = "posts_primary_position";
 
+/**
+ * The timeline the server writes WAL on, as eight hexadecimal digits, or null on a standby.
+ * Each promotion starts a new timeline, one above the highest the cluster had: a higher one
+ * than before means another server has become the primary.
+ */
+const TIMELINE_SQL =
+  "SELECT CASE WHEN pg_is_in_recovery() THEN NULL ELSE substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8) END AS timeline";
+
 /** How to reach a PostgreSQL server and how patient to be with it. */
 export interface PostgresDatabaseOptions {
   /** `postgres://user:password@host:port/database?…`, as `pg` reads it. */
@@ -96,9 +104,32 @@ export function createPostgresDatabase(options: PostgresDatabaseOptions): Databa
     throw new TypeError("createPostgresDatabase: readConnectionStrings needs readMaxWaitMillis");
   }
 
+  const primary = {
+    changes: 0,
+    timeline: undefined as number | undefined,
+    offPrimary: new WeakSet<pg.ClientBase>(),
+  };
   const pool = openPool(options.connectionString, options, statementTimeout);
+  // Asked once per connection, queued ahead of its first statement: a connection costs several
+  // round trips to open already, and a failover always opens new ones.
+  pool.on("connect", (client) => {
+    client.query(
+      TIMELINE_SQL,
+      (error: Error | undefined, result: pg.QueryResult<{ timeline: string | null }>) => {
+        if (error) return;
+        const text = result.rows[0]?.timeline;
+        if (text === null || text === undefined) {
+          primary.offPrimary.add(client);
+          return;
+        }
+        const timeline = Number.parseInt(text, 16);
+        if (primary.timeline !== undefined && timeline > primary.timeline) primary.changes += 1;
+        if (primary.timeline === undefined || timeline > primary.timeline) primary.timeline = timeline;
+      },
+    );
+  });
   const names = options.namedStatements === false ? undefined : PREPARED_STATEMENT_NAMES;
-  const { forKysely, run } = poolForKysely(pool, queryTimeout, names);
+  const { forKysely, run } = poolForKysely(pool, queryTimeout, names, primary.offPrimary);
   const db = new Kysely<Database>({
     dialect: withTransactionMigrationLock(new PostgresDialect({ pool: forKysely })),
   });
@@ -120,6 +151,7 @@ export function createPostgresDatabase(options: PostgresDatabaseOptions): Databa
       },
     }),
     poolStats: () => poolStats(pool),
+    primaryStats: () => ({ changes: primary.changes, timeline: primary.timeline }),
     notifications,
   };
   if (readUrls.length === 0 || options.readMaxWaitMillis === undefined) return handle;

@@ -8,6 +8,18 @@ import type { StandbyReadStats } from "./standby-reads/standby-reads.js";
 /** Which PostgreSQL a handle talks to: a server through `pg`, or PGlite in this process. */
 export type DatabaseEngine = "postgres" | "pglite";
 
+/** What the pool has seen of the server behind its URL (GET /metrics). */
+export interface PrimaryStats {
+  /**
+   * Times a new connection found a primary on a higher timeline than every connection before
+   * it: promotions of another server, seen by this pool. The first connection sets where it
+   * starts.
+   */
+  readonly changes: number;
+  /** The highest timeline a connection found, or undefined before the first. */
+  readonly timeline: number | undefined;
+}
+
 /** An open database: the query builder for the repositories, and how to let it go. */
 export interface DatabaseHandle {
   readonly db: Kysely<Database>;
@@ -28,6 +40,8 @@ export interface DatabaseHandle {
   readonly readStatements?: RunStatement;
   /** With `readStatements`: each standby's state, lag and reads, and the reads the primary answered instead. */
   readonly standbyStats?: () => StandbyReadStats;
+  /** The changes of primary the pool has seen behind its URL; absent for PGlite. */
+  readonly primaryStats?: () => PrimaryStats;
   /** LISTEN/NOTIFY on this database; absent when the handle cannot listen. */
   readonly notifications?: Notifications;
 }

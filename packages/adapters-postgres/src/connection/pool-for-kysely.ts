@@ -80,6 +80,11 @@ type Done = (error: Error | null, result?: pg.QueryResult) => void;
  * released, so that the next connection is made afresh through the write endpoint, which then
  * names the new primary.
  *
+ * `offPrimary` names the connections found on a server that takes no writes when they opened
+ * (`createPostgresDatabase` asks each); they are destroyed when released, as after a 25006: the
+ * server may be promoted meanwhile, but the next connection through the write endpoint then
+ * finds out which server it reaches now.
+ *
  * With `names`, a statement whose text has a name there runs as that named prepared statement
  * (parsed once per connection); any other runs unnamed, as without `names`. When a
  * schema change made a named statement's result type stale (SQLSTATE 0A000), the statement gets
@@ -91,12 +96,13 @@ export function poolForKysely(
   pool: pg.Pool,
   readTimeoutMillis: number,
   names?: StatementNames,
+  offPrimary?: WeakSet<pg.ClientBase>,
 ): { readonly forKysely: PostgresPool; readonly run: RunStatement } {
   const clients = new WeakMap<pg.PoolClient, TimedClient>();
   const wrap = (client: pg.PoolClient): TimedClient => {
     let wrapped = clients.get(client);
     if (wrapped === undefined) {
-      wrapped = new TimedClient(client, readTimeoutMillis, names);
+      wrapped = new TimedClient(client, readTimeoutMillis, names, offPrimary);
       clients.set(client, wrapped);
     }
     return wrapped;
@@ -160,11 +166,18 @@ class TimedClient implements PostgresPoolClient {
   #stalled = false;
   /** Set once a statement failed as on a server that takes no writes: the connection is not reused. */
   #readOnly = false;
+  readonly #offPrimary: WeakSet<pg.ClientBase> | undefined;
   /** The server's warning that the running statement's commit was not confirmed by the synchronous standby. */
   #unconfirmed: { readonly message?: string | undefined } | undefined;
 
-  constructor(client: pg.PoolClient, readTimeoutMillis: number, names: StatementNames | undefined) {
+  constructor(
+    client: pg.PoolClient,
+    readTimeoutMillis: number,
+    names: StatementNames | undefined,
+    offPrimary: WeakSet<pg.ClientBase> | undefined,
+  ) {
     this.#client = client;
+    this.#offPrimary = offPrimary;
     this.#readTimeoutMillis = readTimeoutMillis;
     this.#names = names;
     // pg emits a notice as it reads it, before the answer of the statement it came with.
@@ -259,7 +272,7 @@ class TimedClient implements PostgresPoolClient {
   }
 
   release(): void {
-    if (!this.#stalled && !this.#readOnly) {
+    if (!this.#stalled && !this.#readOnly && this.#offPrimary?.has(this.#client) !== true) {
       this.#client.release();
       return;
     }

@@ -155,6 +155,16 @@ export class LocalCluster {
     await sql(this.#server(name).port, "SELECT pg_promote(true, 30)");
   }
 
+  /** Runs one statement on server `name`, in `database`, on a connection of its own; answers its rows. */
+  query<Row>(
+    name: string,
+    text: string,
+    values: readonly unknown[] = [],
+    database = "postgres",
+  ): Promise<Row[]> {
+    return sql(this.#server(name).port, text, values, database) as Promise<Row[]>;
+  }
+
   /** Stops `name` by its pid: fast shutdown (SIGINT), or a crash (SIGKILL); waits until it is gone. */
   async stop(name: string, how: "fast" | "kill" = "fast"): Promise<void> {
     const server = this.#server(name);
@@ -221,19 +231,24 @@ export class LocalCluster {
   }
 }
 
-/** Runs `text` on the server at `port` (database postgres) on a connection of its own. */
-async function sql(port: number, text: string): Promise<unknown[]> {
+/** Runs `text` on the server at `port` on a connection of its own. */
+async function sql(
+  port: number,
+  text: string,
+  values: readonly unknown[] = [],
+  database = "postgres",
+): Promise<unknown[]> {
   const client = new pg.Client({
     host: "127.0.0.1",
     port,
     user: PG_USER,
-    database: "postgres",
+    database,
     connectionTimeoutMillis: 2000,
   });
   client.on("error", () => {});
   try {
     await client.connect();
-    return (await client.query(text)).rows;
+    return (await client.query(text, [...values])).rows;
   } finally {
     await client.end().catch(() => {});
   }

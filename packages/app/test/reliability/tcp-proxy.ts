@@ -12,14 +12,14 @@ interface Link {
 }
 
 /**
- * A TCP proxy on 127.0.0.1 in front of one target (the PostgreSQL server), whose faults the test
+ * A TCP proxy on 127.0.0.1 in front of one target at a time (a PostgreSQL server), whose faults the test
  * decides: it can refuse connections like a stopped server, swallow every byte like a network
  * partition, or cut the connections it carries like a crash, and then heal. It keeps its port
  * across faults, so the pool under test never has to be told about them.
  */
 export class TcpProxy {
   readonly #server: Server;
-  readonly #target: { readonly host: string; readonly port: number };
+  #target: { readonly host: string; readonly port: number };
   readonly #links = new Set<Link>();
   #state: ProxyState = "forwarding";
   #port = 0;
@@ -113,6 +113,15 @@ export class TcpProxy {
     return new Promise((resolve) => {
       this.#answerLost = resolve;
     });
+  }
+
+  /**
+   * A write endpoint that follows the primary, as HAProxy does in a failover: every connection
+   * open to the old target is reset, and new ones go to `target`.
+   */
+  moveTo(target: { readonly host: string; readonly port: number }): void {
+    this.#target = target;
+    this.cut();
   }
 
   /** Forwards again, on the same port: reopens it if it was refusing, releases held bytes. */
