@@ -1,4 +1,6 @@
 export {
+  connectToNats,
+  defaultStreamReplicas,
   type JetStreamRelay,
   type JetStreamRelayOptions,
   type RelayStatus,

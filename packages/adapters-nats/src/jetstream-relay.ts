@@ -27,6 +27,54 @@ export interface JetStreamRelayOptions {
   readonly backoff?: { readonly initialMs?: number; readonly maxMs?: number };
   /** Longest idle wait before the log is read again even without a wake-up. Default 5000 ms. */
   readonly idleRecheckMs?: number;
+  /**
+   * Replicas of the stream `POSTS` when the relay creates it: 3 on a three-node JetStream
+   * cluster, so that the loss of any one node loses no event; 1 on a single server, which takes
+   * no more. Default {@link defaultStreamReplicas} of `servers`. A stream found with fewer is
+   * kept, with a warning.
+   */
+  readonly streamReplicas?: number;
+  /** How often the connection pings its server; two pings unanswered and it moves to another. Default 2000 ms. */
+  readonly pingIntervalMs?: number;
+}
+
+/** The servers of a `servers` option, a comma list or an array. */
+function serverList(servers: string | readonly string[]): string[] {
+  return typeof servers === "string" ? servers.split(",").map((s) => s.trim()) : [...servers];
+}
+
+/**
+ * The replicas of the stream `POSTS` when `servers` is all that is known of the cluster: 3 when
+ * it names three servers or more (a JetStream cluster, where R3 survives the loss of one node),
+ * else 1 (a single server refuses more).
+ */
+export function defaultStreamReplicas(servers: string | readonly string[]): number {
+  return serverList(servers).length >= 3 ? 3 : 1;
+}
+
+/**
+ * Connects to `servers` as the relay does: reconnecting forever, to any of them, and pinging
+ * every `pingIntervalMs` (default 2000), so that a server that stops answering without closing
+ * the connection (a paused process, a partition) is left within about two intervals instead of
+ * nats.js's default of minutes.
+ */
+export function connectToNats(
+  servers: string | readonly string[],
+  options: { readonly timeoutMs: number; readonly pingIntervalMs?: number },
+): Promise<NatsConnection> {
+  return connect({
+    servers: serverList(servers),
+    name: "posts-event-relay",
+    maxReconnectAttempts: -1,
+    reconnectTimeWait: 500,
+    timeout: options.timeoutMs,
+    pingInterval: options.pingIntervalMs ?? 2000,
+    maxPingOut: 2,
+    // Otherwise every publish builds two Error objects up front (their stack traces only
+    // serve a failure's message): that was a third of the relay's CPU per event. A failed
+    // publish is still reported, with the server's reason, just without the caller's stack.
+    noAsyncTraces: true,
+  });
 }
 
 /** What a relay is doing; for logs, health checks and tests. */
@@ -140,7 +188,8 @@ class Relay {
       try {
         const connection = await this.#connect();
         const manager = await jetstreamManager(connection, { timeout: this.#publishTimeoutMs });
-        const end = await streamEnd(manager, this.#options.logger);
+        const replicas = this.#options.streamReplicas ?? defaultStreamReplicas(this.#options.servers);
+        const end = await streamEnd(manager, this.#options.logger, replicas);
         this.#lastEvent = end.event;
         await this.#pump(connection, end, leading, () => {
           failures = 0;
@@ -216,17 +265,9 @@ class Relay {
   /** The connection, opened on first need; it reconnects by itself forever once open. */
   async #connect(): Promise<NatsConnection> {
     if (this.#connection !== undefined && !this.#connection.isClosed()) return this.#connection;
-    const servers = this.#options.servers;
-    this.#connection = await connect({
-      servers: typeof servers === "string" ? servers.split(",").map((s) => s.trim()) : [...servers],
-      name: "posts-event-relay",
-      maxReconnectAttempts: -1,
-      reconnectTimeWait: 500,
-      timeout: this.#publishTimeoutMs,
-      // Otherwise every publish builds two Error objects up front (their stack traces only
-      // serve a failure's message): that was a third of the relay's CPU per event. A failed
-      // publish is still reported, with the server's reason, just without the caller's stack.
-      noAsyncTraces: true,
+    this.#connection = await connectToNats(this.#options.servers, {
+      timeoutMs: this.#publishTimeoutMs,
+      ...(this.#options.pingIntervalMs === undefined ? {} : { pingIntervalMs: this.#options.pingIntervalMs }),
     });
     return this.#connection;
   }

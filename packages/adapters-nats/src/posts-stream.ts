@@ -22,17 +22,24 @@ export interface StreamEnd {
 }
 
 /**
- * Where the stream ends: creates the stream when absent (file storage, with a warning when it
- * is found elsewhere), then reads which event its last message is. Throws when that message is
- * gone or has no event number.
+ * Where the stream ends: creates the stream when absent (file storage, `replicas` copies; with a
+ * warning when it is found elsewhere or with fewer), then reads which event its last message is.
+ * Throws when that message is gone or has no event number.
  */
 export async function streamEnd(
   manager: JetStreamManager,
   logger: RelayLogger | undefined,
+  replicas = 1,
 ): Promise<StreamEnd> {
-  const info = await streamInfo(manager, logger);
+  const info = await streamInfo(manager, logger, replicas);
   if (info.config.storage !== StorageType.File) {
     logger?.warn({ storage: info.config.storage }, `event relay: stream ${STREAM_NAME} is not on disk`);
+  }
+  if (info.config.num_replicas < replicas) {
+    logger?.warn(
+      { replicas: info.config.num_replicas, wanted: replicas },
+      `event relay: stream ${STREAM_NAME} has fewer replicas than asked for; the loss of a node may lose events`,
+    );
   }
   const sequence = info.state.last_seq;
   if (sequence === 0) return { sequence: 0, event: 0 };
@@ -49,16 +56,21 @@ export async function streamEnd(
 }
 
 /** The stream's information, creating it when absent. */
-async function streamInfo(manager: JetStreamManager, logger: RelayLogger | undefined): Promise<StreamInfo> {
+async function streamInfo(
+  manager: JetStreamManager,
+  logger: RelayLogger | undefined,
+  replicas: number,
+): Promise<StreamInfo> {
   try {
     return await manager.streams.info(STREAM_NAME);
   } catch (error) {
     if (!(error instanceof JetStreamApiError) || error.code !== JetStreamApiCodes.StreamNotFound) throw error;
-    logger?.info({}, `event relay: creating stream ${STREAM_NAME} (file storage)`);
+    logger?.info({ replicas }, `event relay: creating stream ${STREAM_NAME} (file storage)`);
     return await manager.streams.add({
       name: STREAM_NAME,
       subjects: ["posts.events.*"],
       storage: StorageType.File,
+      num_replicas: replicas,
     });
   }
 }

@@ -221,6 +221,15 @@ export const SETTINGS = Type.Object({
         "`nats://[user:password@]host:4222` (or `tls://`, or a comma list of a cluster's servers): relay every change event to the JetStream stream `POSTS`, one instance publishing at a time; unset = no relay. Never logged",
     }),
   ),
+  NATS_STREAM_REPLICAS: Type.Optional(
+    Type.Integer({
+      minimum: 1,
+      maximum: 5,
+      unset: "3 when `NATS_URL` names three servers or more, else 1",
+      description:
+        "copies JetStream keeps of the stream `POSTS` when the relay creates it: 3 on a three-node cluster, so that the loss or pause of any one node loses no event; a single server takes only 1. A stream that exists keeps its own (the log warns when it has fewer)",
+    }),
+  ),
   IDEMPOTENCY_TTL_MS: Type.Integer({
     default: DEFAULT_IDEMPOTENCY_TTL_MS,
     minimum: 1,

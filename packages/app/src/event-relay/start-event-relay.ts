@@ -33,6 +33,7 @@ export function startEventRelay(
         });
   const relay = startJetStreamRelay({
     servers: config.NATS_URL,
+    ...(config.NATS_STREAM_REPLICAS === undefined ? {} : { streamReplicas: config.NATS_STREAM_REPLICAS }),
     events,
     lease: lease ?? embeddedPublisherLease,
     logger: logger.child({ component: "event-relay" }),
