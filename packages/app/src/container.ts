@@ -170,6 +170,9 @@ export function createContainer(config: AppConfig, logger: Logger): DependencyCo
     const logger = c.resolve(TOKENS.logger);
     return new PostgresChangeEventLog(database.db, {
       ...(database.notifications === undefined ? {} : { notifications: database.notifications }),
+      ...(database.primaryStats === undefined
+        ? {}
+        : { primaryChanges: () => database.primaryStats?.().changes ?? 0 }),
       onError: (error) => logger.error({ err: error }, "numbering change events failed; retrying"),
     });
   });

@@ -36,6 +36,13 @@ export interface PostgresChangeEventLogOptions {
   readonly checkIntervalMs?: number;
   /** Told of each failure of the sequencer or the check, which the next notification or check retries. */
   readonly onError?: (error: unknown) => void;
+  /**
+   * How many changes of primary the pool has seen (`DatabaseHandle.primaryStats`). After one, the
+   * sequencer looks for the rows still to number from the lowest transaction id again: a
+   * promoted standby gives ids from past the last it replayed, which may lie below the floor
+   * learned on the old primary (ids it gave that never reached the standby).
+   */
+  readonly primaryChanges?: () => number;
 }
 
 interface EventRow {
@@ -116,6 +123,8 @@ export class PostgresChangeEventLog implements ChangeEventLog {
   // behind, which costs a longer scan and nothing else. A transaction left open anywhere on the
   // server holds it back for as long (and vacuum too), so the scan is then as long as before.
   #floor = "0";
+  /** The changes of primary seen when the floor was last learned. */
+  #floorPrimaryChanges = 0;
 
   constructor(db: Kysely<Database>, options: PostgresChangeEventLogOptions = {}) {
     this.#db = db;
@@ -229,6 +238,8 @@ export class PostgresChangeEventLog implements ChangeEventLog {
    */
   async numberPending(): Promise<number | "busy"> {
     let horizon: string | undefined;
+    this.#forgetFloorAfterPrimaryChange();
+    const learnedOn = this.#floorPrimaryChanges;
     const numbered = await this.#db.transaction().execute(async (trx) => {
       const lock = await sql<{ locked: boolean }>`
         SELECT pg_try_advisory_xact_lock(${SEQUENCER_LOCK}) AS locked`.execute(trx);
@@ -268,13 +279,25 @@ export class PostgresChangeEventLog implements ChangeEventLog {
     });
     // Raised only once the numbers are committed: rolled back, they would leave rows still to
     // number below the new floor, where no run would look again.
+    // A change of primary seen during the run: the horizon may be the old primary's.
+    if (this.#forgetFloorAfterPrimaryChange() || this.#floorPrimaryChanges !== learnedOn) return numbered;
     if (horizon !== undefined && BigInt(horizon) > BigInt(this.#floor)) this.#floor = horizon;
     return numbered;
+  }
+
+  /** Lowers the floor to the bottom when the pool has seen a change of primary since it was learned; answers whether it did. */
+  #forgetFloorAfterPrimaryChange(): boolean {
+    const changes = this.#options.primaryChanges?.() ?? 0;
+    if (changes === this.#floorPrimaryChanges) return false;
+    this.#floorPrimaryChanges = changes;
+    this.#floor = "0";
+    return true;
   }
 
   // One cheap statement (two index probes), so that the check costs next to nothing while idle.
   async #check(): Promise<void> {
     if (this.#closed) return;
+    this.#forgetFloorAfterPrimaryChange();
     try {
       const { rows } = await sql<{ last: number | null; pending: boolean }>`
         SELECT (SELECT max(number) FROM post_events) AS last,

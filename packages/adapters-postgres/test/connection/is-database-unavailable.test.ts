@@ -24,9 +24,18 @@ describe("isDatabaseUnavailable", () => {
     ["statement timeout", withCode("57014", "canceling statement due to statement timeout")],
     ["administrator shutdown", withCode("57P01", "terminating connection due to administrator command")],
     ["server starting", withCode("57P03", "the database system is starting up")],
-    ["server crashed", withCode("57P02", "terminating connection because of crash of another server process")],
-    ["a write on a standby or a demoted primary", withCode("25006", "cannot execute INSERT in a read-only transaction")],
-    ["a commit its synchronous standby did not confirm", new Error("Commit not confirmed by a synchronous standby")],
+    [
+      "server crashed",
+      withCode("57P02", "terminating connection because of crash of another server process"),
+    ],
+    [
+      "a write on a standby or a demoted primary",
+      withCode("25006", "cannot execute INSERT in a read-only transaction"),
+    ],
+    [
+      "a commit its synchronous standby did not confirm",
+      new Error("Commit not confirmed by a synchronous standby"),
+    ],
     ["too many connections", withCode("53300")],
     ["any connection exception (class 08)", withCode("08006")],
     ["connection lost mid-query", new Error("Connection terminated unexpectedly")],

@@ -396,6 +396,26 @@ describeNeeding(postgres, "numbering change events on PostgreSQL, under interlea
   // A model of what must hold, checked on random interleavings of a few transactions, each a
   // few changes of shared posts on its own connection, committed or rolled back, with the
   // sequencer run at random moments and readers looking after every step.
+  it("looks for rows to number from the bottom again after a change of primary, whose transaction ids may lie below the floor", async () => {
+    let primaryChanges = 0;
+    const sequencer = new PostgresChangeEventLog(database.db, { primaryChanges: () => primaryChanges });
+    await insertPost(0, "on the old primary");
+    // Numbers what is pending, and learns a floor from this server's transaction ids.
+    expect(await sequencer.numberPending()).toBeGreaterThan(0);
+    // A change written on a promoted standby, whose transaction id is below that floor.
+    const id = await insertPost(0, "on the new primary");
+    await query(0, "UPDATE post_events SET xid = '3'::xid8 WHERE post_id = $1 AND number IS NULL", [id]);
+    expect(await sequencer.numberPending()).toBe(0);
+    primaryChanges = 1;
+    expect(await sequencer.numberPending()).toBe(1);
+    const [row] = await query<{ number: string | null }>(
+      0,
+      "SELECT number FROM post_events WHERE post_id = $1",
+      [id],
+    );
+    expect(row?.number).not.toBeNull();
+  });
+
   it("keeps 1..n contiguous, each post's events in version order, and one event per committed change, whatever the interleaving", async () => {
     type Step =
       | { kind: "insert"; tx: number }
