@@ -105,12 +105,22 @@ describeNeeding(
       expect(await rowsOf("posts", "title = 'cancelled'")).toBe(1);
     });
 
-    it("fails a change (a transaction's COMMIT) with an unavailable error when its wait is cancelled", async () => {
+    it("fails a change (one statement, committing on its own) with an unavailable error when its wait is cancelled", async () => {
       const updated = failureOf(
         posts.update({ id: postId, authorId, changes: { title: "changed" }, now: new Date() }),
       );
       await endTheWait("pg_cancel_backend");
       expect(isDatabaseUnavailable(await updated)).toBe(true);
+    });
+
+    it("fails a transaction's COMMIT with an unavailable error when its wait is cancelled", async () => {
+      const committed = failureOf(
+        database.db.transaction().execute(async (trx) => {
+          await sql`UPDATE posts SET title = 'in a transaction' WHERE id = ${postId}`.execute(trx);
+        }),
+      );
+      await endTheWait("pg_cancel_backend");
+      expect(isDatabaseUnavailable(await committed)).toBe(true);
     });
 
     it("fails a registration with an unavailable error when its session is terminated during the wait", async () => {
