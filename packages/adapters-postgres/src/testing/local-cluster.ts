@@ -60,7 +60,7 @@ interface Running {
 /**
  * Small PostgreSQL servers of a test's own, on 127.0.0.1 with trust authentication, made with
  * initdb and pg_basebackup in a temporary directory: a primary, its streaming standbys, and what
- * a failover does to them (promotion, a stop, a crash, a freeze). Every server is a child of this
+ * a failover does to them (promotion, a stop, a crash). Every server is a child of this
  * process, stopped by its pid in {@link stopAll}, which the suite calls in `afterAll` whether its
  * tests passed or not; the directory goes with it. Durability on disk is off (fsync): the tests
  * are about which server answers, not about the disk.
@@ -172,17 +172,11 @@ export class LocalCluster {
     server.child = undefined;
     if (child === undefined || child.exitCode !== null || child.signalCode !== null) return;
     const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
-    child.kill("SIGCONT");
     child.kill(how === "fast" ? "SIGINT" : "SIGKILL");
     const timer = setTimeout(() => child.kill("SIGKILL"), 20_000);
     await exited;
     clearTimeout(timer);
     // A postmaster killed leaves its backends; they exit once they notice it gone.
-  }
-
-  /** Freezes (SIGSTOP) or thaws (SIGCONT) the postmaster of `name`, by its pid. */
-  freeze(name: string, frozen: boolean): void {
-    this.#server(name).child?.kill(frozen ? "SIGSTOP" : "SIGCONT");
   }
 
   /** Stops every server this cluster started, by pid, and removes its directory. */
