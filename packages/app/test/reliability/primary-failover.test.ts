@@ -31,8 +31,12 @@ describeNeeding(postgresBinariesForTests(), "the service when its primary fails 
     await on(node1, `ALTER SYSTEM SET synchronous_standby_names = '${name}'`);
     await on(node1, "SELECT pg_reload_conf()");
   };
-  const create = (title: string) =>
-    timedFetch(`${service.url}/api/v1/posts`, jsonRequest("POST", { title, content: "c" }, writer.token));
+  const create = (title: string, idempotencyKey?: string) => {
+    const request = jsonRequest("POST", { title, content: "c" }, writer.token);
+    if (idempotencyKey !== undefined)
+      (request.headers as Record<string, string>)["idempotency-key"] = idempotencyKey;
+    return timedFetch(`${service.url}/api/v1/posts`, request);
+  };
   const metric = async (name: string) => {
     const text = (await timedFetch(`${service.url}/metrics`)).body;
     const line = text.split("\n").find((each) => each.startsWith(`${name} `));
@@ -76,9 +80,9 @@ describeNeeding(postgresBinariesForTests(), "the service when its primary fails 
     await cluster?.stopAll();
   });
 
-  it("answers 503 with Retry-After, never 201, to a creation whose wait for the synchronous standby is cancelled", async () => {
+  it("answers 503 with Retry-After, never 201, to a creation whose wait for the synchronous standby is cancelled; its retry creates nothing more", async () => {
     await setSynchronousStandby("ghost");
-    const created = create("never acknowledged");
+    const created = create("never acknowledged", "cancelled-wait");
     const waiting = () =>
       on<{ pid: number }>(
         node1,
@@ -90,6 +94,12 @@ describeNeeding(postgresBinariesForTests(), "the service when its primary fails 
     expectUnavailable(await created);
     expect(await metric("db_unavailable_writes_refused_total")).toBe(1);
     await setSynchronousStandby("node2");
+    // PostgreSQL kept that commit: the client's retry with the same key is answered with the
+    // post it made, and creates no other.
+    const retried = await create("never acknowledged", "cancelled-wait");
+    expect(retried.status).toBe(201);
+    expect(retried.headers.get("idempotent-replayed")).toBe("true");
+    expect(await on(node1, "SELECT id FROM posts WHERE title = 'never acknowledged'")).toHaveLength(1);
     expect((await create("acknowledged")).status).toBe(201);
   });
 
