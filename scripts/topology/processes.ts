@@ -64,6 +64,22 @@ export class ProcessRegistry {
     return child.pid;
   }
 
+  /**
+   * Records a process that another one started (PostgreSQL's postmaster under Patroni), so that
+   * stopping the topology stops it by its pid too; replaces what `name` recorded before.
+   */
+  adopt(name: string, pid: number, stopSignal: NodeJS.Signals = "SIGTERM"): void {
+    this.#record(name, { pid, stopSignal });
+  }
+
+  /** Sends `signal` to `name`'s pid (SIGKILL, SIGSTOP, SIGCONT of a fault), and answers that pid. */
+  signal(name: string, signal: NodeJS.Signals): number {
+    const pid = this.pidOf(name);
+    if (pid === undefined) throw new Error(`${name} is not running`);
+    process.kill(pid, signal);
+    return pid;
+  }
+
   /** Stops `name` by its pid with its stop signal, SIGKILL after `timeoutMs`; waits until it is gone. */
   async stop(name: string, options: { signal?: NodeJS.Signals; timeoutMs?: number } = {}): Promise<void> {
     const entry = this.entries()[name];
@@ -135,6 +151,8 @@ export async function stopPid(pid: number, signal: NodeJS.Signals, timeoutMs: nu
   if (!isAlive(pid)) return;
   try {
     process.kill(pid, signal);
+    // A process a fault froze (SIGSTOP) acts on its stop signal only once it runs again.
+    process.kill(pid, "SIGCONT");
   } catch {
     return;
   }

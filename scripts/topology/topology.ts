@@ -52,7 +52,7 @@ export interface TopologyOptions {
 const PG_USER = "postgres";
 
 /** The newest PostgreSQL's binaries on this machine (Debian's layout), or PG_BIN. */
-function pgBin(): string {
+export function pgBin(): string {
   if (process.env.PG_BIN !== undefined) return process.env.PG_BIN;
   const root = "/usr/lib/postgresql";
   const versions = existsSync(root)
@@ -65,7 +65,7 @@ function pgBin(): string {
 }
 
 /** `command` run as the OS user postgres (initdb and the servers refuse root), replacing setpriv's own process. */
-function asPostgres(command: string, args: readonly string[]): { command: string; args: string[] } {
+export function asPostgres(command: string, args: readonly string[]): { command: string; args: string[] } {
   if (process.getuid?.() !== 0) return { command, args: [...args] };
   return {
     command: "setpriv",
@@ -88,12 +88,18 @@ function has(command: string): boolean {
 }
 
 /**
- * Installs PgBouncer and HAProxy from the distribution when absent (`apt-get update` once, then
+ * Installs Debian packages when their command is absent (`apt-get update` once, then
  * `apt-get install -y`), without starting the distribution's own services (RUNLEVEL=1 makes
- * invoke-rc.d leave them stopped).
+ * invoke-rc.d leave them stopped). `packages` maps each package to the command it provides;
+ * by default PgBouncer and HAProxy, which this topology needs.
  */
-export function ensurePackages(say: (line: string) => void = () => {}): void {
-  const missing = ["pgbouncer", "haproxy"].filter((name) => !has(name));
+export function ensurePackages(
+  say: (line: string) => void = () => {},
+  packages: Readonly<Record<string, string>> = { pgbouncer: "pgbouncer", haproxy: "haproxy" },
+): void {
+  const missing = Object.entries(packages)
+    .filter(([, command]) => !has(command))
+    .map(([name]) => name);
   if (missing.length === 0) return;
   say(`installing ${missing.join(" ")} with apt-get`);
   const env = { ...process.env, DEBIAN_FRONTEND: "noninteractive", RUNLEVEL: "1" };
@@ -127,7 +133,7 @@ export async function sql<Row = Record<string, unknown>>(
 }
 
 /** The last lines of a process's log, for an error message. */
-function tailOf(file: string, lines = 30): string {
+export function tailOf(file: string, lines = 30): string {
   try {
     return readFileSync(file, "utf8").trimEnd().split("\n").slice(-lines).join("\n");
   } catch {
@@ -139,7 +145,11 @@ function tailOf(file: string, lines = 30): string {
  * Asks `attempt` every 100 ms until it answers a value, failing with `what` after `timeoutMs`. Not
  * vi.waitFor: the command line (cli.ts) starts the topology outside vitest.
  */
-async function until<T>(what: string, timeoutMs: number, attempt: () => Promise<T | undefined>): Promise<T> {
+export async function until<T>(
+  what: string,
+  timeoutMs: number,
+  attempt: () => Promise<T | undefined>,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let last: unknown;
   while (Date.now() < deadline) {
@@ -423,23 +433,10 @@ export class Topology {
    */
   async startInstance(index: number, env: Readonly<Record<string, string>> = {}): Promise<void> {
     const name = `instance${index + 1}`;
-    const pid = this.processes.start({
-      name,
-      command: process.execPath,
-      args: [join(ROOT, "packages/app/dist/main.js")],
-      cwd: ROOT,
-      env: {
-        ...this.instanceEnv(),
-        PORT: String(PORTS.instances[index]),
-        DATA_DIR: join(this.dir, name),
-        ...env,
-      },
-    });
-    await until(`${name} did not become ready`, 60_000, async () => {
-      if (!isAlive(pid))
-        throw new Error(`${name} exited; its log ends:\n${tailOf(join(this.dir, `${name}.log`))}`);
-      const reply = await fetch(`${this.instanceUrl(index)}/ready`, { signal: AbortSignal.timeout(2000) });
-      return reply.status === 200 ? true : undefined;
+    await startServiceInstance(this.processes, name, PORTS.instances[index] as number, {
+      ...this.instanceEnv(),
+      DATA_DIR: join(this.dir, name),
+      ...env,
     });
   }
 
@@ -483,8 +480,6 @@ export class Topology {
   /** Writes HAProxy's configuration and starts it in the foreground (no daemon), by pid. */
   async startHaproxy(): Promise<void> {
     const config = join(this.dir, "haproxy.cfg");
-    const servers = (check: string) =>
-      PORTS.instances.map((port, index) => `  server i${index + 1} 127.0.0.1:${port} ${check}`);
     writeFileSync(
       config,
       [
@@ -501,27 +496,7 @@ export class Topology {
         "  retries 3",
         "  option redispatch",
         "",
-        "frontend posts",
-        `  bind 127.0.0.1:${PORTS.haproxy}`,
-        // /ready fails on every instance while the primary is down; reads can still be answered
-        // from the standbys then, so requests go to every instance that is alive.
-        "  use_backend instances_live if { nbsrv(instances) eq 0 }",
-        "  default_backend instances",
-        "",
-        "backend instances",
-        "  balance roundrobin",
-        "  option httpchk GET /ready",
-        "  http-check expect status 200",
-        "  default-server inter 500ms fastinter 250ms fall 2 rise 2",
-        ...servers("check"),
-        "",
-        "backend instances_live",
-        "  balance roundrobin",
-        "  option httpchk GET /health",
-        "  http-check expect status 200",
-        "  default-server inter 500ms fall 2 rise 2",
-        ...servers("check"),
-        "",
+        ...serviceBalancer(PORTS.haproxy, PORTS.instances),
       ].join("\n"),
     );
     const pid = this.processes.start({
@@ -557,6 +532,72 @@ export class Topology {
   }
 }
 
+/** Builds the service (`tsc -b packages/app`), which the instances run from `packages/app/dist`. */
+export function buildService(): void {
+  execFileSync(process.execPath, [join(ROOT, "node_modules/typescript/bin/tsc"), "-b", "packages/app"], {
+    cwd: ROOT,
+    stdio: "inherit",
+  });
+}
+
+/**
+ * Starts one instance of the built service as `name` in `registry`, on `port` with `env` (an
+ * empty value unsets a variable), and waits until its /ready answers 200.
+ */
+export async function startServiceInstance(
+  registry: ProcessRegistry,
+  name: string,
+  port: number,
+  env: Readonly<Record<string, string>>,
+): Promise<void> {
+  const pid = registry.start({
+    name,
+    command: process.execPath,
+    args: [join(ROOT, "packages/app/dist/main.js")],
+    cwd: ROOT,
+    env: { ...env, PORT: String(port) },
+  });
+  await until(`${name} did not become ready`, 60_000, async () => {
+    if (!isAlive(pid))
+      throw new Error(`${name} exited; its log ends:\n${tailOf(join(registry.dir, `${name}.log`))}`);
+    const reply = await fetch(`http://127.0.0.1:${port}/ready`, { signal: AbortSignal.timeout(2000) });
+    return reply.status === 200 ? true : undefined;
+  });
+}
+
+/**
+ * HAProxy's frontend on `port` in front of the service instances on `instancePorts` (servers
+ * `i1`, `i2`… of the backends `instances` and `instances_live`), after a `defaults` in HTTP mode.
+ */
+export function serviceBalancer(port: number, instancePorts: readonly number[]): string[] {
+  const servers = instancePorts.map(
+    (instancePort, index) => `  server i${index + 1} 127.0.0.1:${instancePort} check`,
+  );
+  return [
+    "frontend posts",
+    `  bind 127.0.0.1:${port}`,
+    // /ready fails on every instance while the primary is down; reads can still be answered
+    // from the standbys then, so requests go to every instance that is alive.
+    "  use_backend instances_live if { nbsrv(instances) eq 0 }",
+    "  default_backend instances",
+    "",
+    "backend instances",
+    "  balance roundrobin",
+    "  option httpchk GET /ready",
+    "  http-check expect status 200",
+    "  default-server inter 500ms fastinter 250ms fall 2 rise 2",
+    ...servers,
+    "",
+    "backend instances_live",
+    "  balance roundrobin",
+    "  option httpchk GET /health",
+    "  http-check expect status 200",
+    "  default-server inter 500ms fall 2 rise 2",
+    ...servers,
+    "",
+  ];
+}
+
 /** The topology whose processes are recorded in `dir` (to stop it from another process). */
 export function attachTopology(dir: string): Topology {
   return new Topology(dir);
@@ -582,10 +623,7 @@ export async function startTopology(options: TopologyOptions): Promise<Topology>
   });
   try {
     say("building the service");
-    execFileSync(process.execPath, [join(ROOT, "node_modules/typescript/bin/tsc"), "-b", "packages/app"], {
-      cwd: ROOT,
-      stdio: "inherit",
-    });
+    buildService();
     await topology.initClusters();
     say("starting PgBouncer");
     await topology.startPgbouncer();
@@ -602,7 +640,8 @@ export async function startTopology(options: TopologyOptions): Promise<Topology>
   }
 }
 
-function chownToPostgres(path: string): void {
+/** Gives `path` to the OS user postgres when we are root, so that the servers may write there. */
+export function chownToPostgres(path: string): void {
   if (process.getuid?.() !== 0) return;
   const uid = Number(execFileSync("id", ["-u", PG_USER]).toString().trim());
   const gid = Number(execFileSync("id", ["-g", PG_USER]).toString().trim());
@@ -613,6 +652,7 @@ function pgbouncerBinary(): string {
   return existsSync("/usr/sbin/pgbouncer") ? "/usr/sbin/pgbouncer" : "pgbouncer";
 }
 
-function haproxyBinary(): string {
+/** Debian's HAProxy, in /usr/sbin (on root's PATH only). */
+export function haproxyBinary(): string {
   return existsSync("/usr/sbin/haproxy") ? "/usr/sbin/haproxy" : "haproxy";
 }

@@ -1,0 +1,569 @@
+import { execFileSync } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { jetstreamManager, StorageType } from "@nats-io/jetstream";
+import { connect as connectNats } from "@nats-io/transport-node";
+import { STREAM_NAME, SUBJECTS } from "@posts/adapters-nats";
+import { isAlive, ProcessRegistry } from "./processes.js";
+import {
+  asPostgres,
+  buildService,
+  chownToPostgres,
+  DATABASE,
+  ensurePackages,
+  haproxyBinary,
+  pgBin,
+  ROOT,
+  serviceBalancer,
+  sql,
+  startServiceInstance,
+  tailOf,
+  until,
+} from "./topology.js";
+
+/**
+ * The ports of the failover topology, all on loopback in 24000–24499, which nothing else of the
+ * repository uses; fixed, because etcd, Patroni, HAProxy and NATS name one another by port, and
+ * below 32768, outside Linux's ephemeral range.
+ */
+export const FAILOVER_PORTS = {
+  etcdClient: [24001, 24002, 24003],
+  etcdPeer: [24011, 24012, 24013],
+  postgres: [24101, 24102, 24103],
+  patroni: [24111, 24112, 24113],
+  /** HAProxy: the write endpoint (Patroni's primary), the read endpoint (its replicas), the service. */
+  write: 24201,
+  read: 24202,
+  service: 24203,
+  instances: [24301, 24302, 24303],
+  nats: [24401, 24402, 24403],
+  natsCluster: [24411, 24412, 24413],
+  natsMonitor: [24421, 24422, 24423],
+} as const;
+
+/** The PostgreSQL nodes Patroni manages, by name (also their Patroni member names). */
+export const NODES = ["pg1", "pg2", "pg3"] as const;
+export type NodeName = (typeof NODES)[number];
+
+/** Patroni's leader lease and loop: loop_wait + 2 × retry_timeout ≤ ttl, as Patroni requires. */
+export const PATRONI_TIMING = { ttl: 20, loopWait: 5, retryTimeout: 5 } as const;
+
+/** One member as Patroni's REST API `GET /cluster` lists it. */
+export interface Member {
+  readonly name: string;
+  /** `leader`, `sync_standby` or `replica`. */
+  readonly role: string;
+  /** `running`, `streaming`, `starting`, `stopped`… */
+  readonly state: string;
+  readonly timeline?: number;
+  readonly lag?: number | string;
+}
+
+const PG_USER = "postgres";
+
+/** The Debian packages the failover topology runs, by the command each provides. */
+const PACKAGES = {
+  patroni: "patroni",
+  "etcd-server": "etcd",
+  haproxy: "haproxy",
+  "nats-server": "nats-server",
+} as const;
+
+/**
+ * The deployment of `docs/scaling.md#beyond-one-database-server` made to survive the loss of its
+ * primary, on one machine: three etcd members, three PostgreSQL nodes managed by Patroni
+ * (synchronous replication in strict mode), HAProxy with a write endpoint on Patroni's primary
+ * and a read endpoint on its replicas, three service instances behind HAProxy, and a
+ * three-server NATS JetStream cluster holding the stream `POSTS` in three replicas. Every
+ * process is recorded by pid in its directory (`ProcessRegistry`); the postmasters Patroni starts
+ * are recorded too when the topology stops, so that `down` stops each one by its pid.
+ */
+export class FailoverTopology {
+  readonly dir: string;
+  readonly processes: ProcessRegistry;
+  readonly #say: (line: string) => void;
+
+  constructor(dir: string, options: { say?: (line: string) => void } = {}) {
+    this.dir = dir;
+    this.processes = new ProcessRegistry(dir);
+    this.#say = options.say ?? (() => {});
+  }
+
+  /** The write endpoint (HAProxy, to the node Patroni names primary), to `database`. */
+  writeUrl(database = DATABASE): string {
+    return `postgres://${PG_USER}@127.0.0.1:${FAILOVER_PORTS.write}/${database}`;
+  }
+
+  /** The read endpoint (HAProxy, to Patroni's replicas). */
+  readUrl(database = DATABASE): string {
+    return `postgres://${PG_USER}@127.0.0.1:${FAILOVER_PORTS.read}/${database}`;
+  }
+
+  /** A URL straight to one node's PostgreSQL. */
+  nodeUrl(node: NodeName, database = DATABASE): string {
+    return `postgres://${PG_USER}@127.0.0.1:${FAILOVER_PORTS.postgres[NODES.indexOf(node)]}/${database}`;
+  }
+
+  /** One node's Patroni REST API. */
+  patroniUrl(node: NodeName): string {
+    return `http://127.0.0.1:${FAILOVER_PORTS.patroni[NODES.indexOf(node)]}`;
+  }
+
+  /** HAProxy in front of the service instances. */
+  get url(): string {
+    return `http://127.0.0.1:${FAILOVER_PORTS.service}`;
+  }
+
+  /** Service instance `index` (0, 1, 2). */
+  instanceUrl(index: number): string {
+    return `http://127.0.0.1:${FAILOVER_PORTS.instances[index]}`;
+  }
+
+  /** The NATS cluster's servers, as NATS_URL lists them. */
+  get natsUrls(): string {
+    return FAILOVER_PORTS.nats.map((port) => `nats://127.0.0.1:${port}`).join(",");
+  }
+
+  /** NATS server `index` (0, 1, 2) alone. */
+  natsUrl(index: number): string {
+    return `nats://127.0.0.1:${FAILOVER_PORTS.nats[index]}`;
+  }
+
+  /** The signing key every instance shares. */
+  get jwtSecret(): string {
+    return readFileSync(join(this.dir, "jwt-secret"), "utf8");
+  }
+
+  /** The environment of every instance: the write and read endpoints, the NATS cluster. */
+  instanceEnv(): Record<string, string> {
+    return {
+      HOST: "127.0.0.1",
+      DATABASE_URL: this.writeUrl(),
+      DATABASE_READ_URLS: this.readUrl(),
+      NATS_URL: this.natsUrls,
+      JWT_SECRET: this.jwtSecret,
+      LOG_LEVEL: "warn",
+      APP_TIME_ZONE: "UTC",
+    };
+  }
+
+  // ---- etcd ----
+
+  /** Starts etcd member `index` (0, 1, 2) of a three-member cluster. */
+  startEtcd(index: number): void {
+    const name = `etcd${index + 1}`;
+    const peers = FAILOVER_PORTS.etcdPeer.map((port, i) => `etcd${i + 1}=http://127.0.0.1:${port}`).join(",");
+    const client = `http://127.0.0.1:${FAILOVER_PORTS.etcdClient[index]}`;
+    const peer = `http://127.0.0.1:${FAILOVER_PORTS.etcdPeer[index]}`;
+    const dataDir = join(this.dir, name);
+    this.processes.start({
+      name,
+      command: "etcd",
+      args: [
+        `--name=${name}`,
+        `--data-dir=${dataDir}`,
+        `--listen-client-urls=${client}`,
+        `--advertise-client-urls=${client}`,
+        `--listen-peer-urls=${peer}`,
+        `--initial-advertise-peer-urls=${peer}`,
+        `--initial-cluster=${peers}`,
+        // A member that comes back after a kill finds its data directory and rejoins.
+        `--initial-cluster-state=${existsSync(dataDir) ? "existing" : "new"}`,
+        "--initial-cluster-token=posts-failover",
+        "--log-level=warn",
+      ],
+    });
+  }
+
+  /** Waits until etcd's cluster has a leader and answers through member `index`. */
+  async waitForEtcd(index = 0): Promise<void> {
+    await until("etcd did not elect a leader", 60_000, async () => {
+      const reply = await fetch(`http://127.0.0.1:${FAILOVER_PORTS.etcdClient[index]}/health`, {
+        signal: AbortSignal.timeout(2000),
+      });
+      const health = (await reply.json()) as { health?: string };
+      return health.health === "true" ? true : undefined;
+    });
+  }
+
+  // ---- Patroni and PostgreSQL ----
+
+  /** Writes node `node`'s Patroni configuration (once) and starts Patroni, as the OS user postgres. */
+  startPatroni(node: NodeName): number {
+    const index = NODES.indexOf(node);
+    const config = join(this.dir, `${node}.yml`);
+    if (!existsSync(config)) {
+      writeFileSync(config, this.#patroniConfig(node, index));
+      chownToPostgres(config);
+    }
+    return this.processes.start({ name: `patroni-${node}`, ...asPostgres("patroni", [config]) });
+  }
+
+  #patroniConfig(node: NodeName, index: number): string {
+    const postgresPort = FAILOVER_PORTS.postgres[index];
+    const restPort = FAILOVER_PORTS.patroni[index];
+    const etcdHosts = FAILOVER_PORTS.etcdClient.map((port) => `127.0.0.1:${port}`).join(",");
+    // JSON is YAML: no hand-written YAML quoting.
+    return JSON.stringify(
+      {
+        scope: "posts-failover",
+        name: node,
+        log: { level: "WARNING" },
+        restapi: { listen: `127.0.0.1:${restPort}`, connect_address: `127.0.0.1:${restPort}` },
+        // etcd 3.4 speaks v2 only with --enable-v2: Patroni talks to it through the v3 API.
+        etcd3: { hosts: etcdHosts },
+        bootstrap: {
+          dcs: {
+            ttl: PATRONI_TIMING.ttl,
+            loop_wait: PATRONI_TIMING.loopWait,
+            retry_timeout: PATRONI_TIMING.retryTimeout,
+            maximum_lag_on_failover: 1048576,
+            // A primary that crashed is not restarted in place while a replica could take over.
+            primary_start_timeout: 0,
+            // Every commit waits for one synchronous standby; with none, commits wait rather
+            // than go on unreplicated (strict), so an acknowledged commit survives the primary.
+            synchronous_mode: true,
+            synchronous_mode_strict: true,
+            postgresql: {
+              use_pg_rewind: true,
+              use_slots: true,
+              parameters: {
+                // pg_rewind needs hint bits in the WAL (or data checksums).
+                wal_log_hints: "on",
+                max_connections: 100,
+                max_wal_senders: 10,
+                max_replication_slots: 10,
+                wal_keep_size: "256MB",
+                hot_standby: "on",
+                shared_buffers: "32MB",
+              },
+            },
+          },
+          initdb: [{ encoding: "UTF8" }, { locale: "C.UTF-8" }, { auth: "trust" }, "no-sync"],
+        },
+        postgresql: {
+          listen: `127.0.0.1:${postgresPort}`,
+          connect_address: `127.0.0.1:${postgresPort}`,
+          data_dir: join(this.dir, node),
+          bin_dir: pgBin(),
+          pgpass: join(this.dir, `${node}.pgpass`),
+          authentication: {
+            superuser: { username: PG_USER },
+            replication: { username: PG_USER },
+            rewind: { username: PG_USER },
+          },
+          pg_hba: [
+            "local all all trust",
+            "host all all 127.0.0.1/32 trust",
+            "host replication all 127.0.0.1/32 trust",
+          ],
+          parameters: {
+            unix_socket_directories: this.dir,
+            // Only processes are killed here, never the machine: what PostgreSQL wrote is in
+            // the page cache either way, and the 2-core machine is spared the flushes.
+            fsync: "off",
+            log_min_messages: "warning",
+          },
+        },
+      },
+      null,
+      2,
+    );
+  }
+
+  /** Every member as Patroni sees the cluster, asked of any node that answers. */
+  async members(): Promise<Member[]> {
+    let last: unknown;
+    for (const node of NODES) {
+      try {
+        const reply = await fetch(`${this.patroniUrl(node)}/cluster`, { signal: AbortSignal.timeout(2000) });
+        if (reply.status !== 200) continue;
+        return ((await reply.json()) as { members: Member[] }).members;
+      } catch (error) {
+        last = error;
+      }
+    }
+    throw new Error(`no Patroni REST API answered${last instanceof Error ? `: ${last.message}` : ""}`);
+  }
+
+  /** The node Patroni names leader, if any. */
+  async leader(): Promise<NodeName | undefined> {
+    const leader = (await this.members()).find(
+      (member) => member.role === "leader" && member.state === "running",
+    );
+    return leader?.name as NodeName | undefined;
+  }
+
+  /** Waits until one leader runs and the two other nodes run as replicas, one of them synchronous. */
+  async waitForHealthyCluster(timeoutMs = 120_000): Promise<NodeName> {
+    return until(
+      "Patroni's cluster did not become a leader and two running replicas",
+      timeoutMs,
+      async () => {
+        const members = await this.members();
+        const leader = members.find((member) => member.role === "leader" && member.state === "running");
+        const replicas = members.filter(
+          (member) =>
+            (member.role === "replica" || member.role === "sync_standby") &&
+            (member.state === "running" || member.state === "streaming"),
+        );
+        const synchronous = replicas.some((member) => member.role === "sync_standby");
+        return leader !== undefined && replicas.length === 2 && synchronous
+          ? (leader.name as NodeName)
+          : undefined;
+      },
+    );
+  }
+
+  /** The pid of node `node`'s postmaster, from its `postmaster.pid`, while it runs. */
+  postmasterPid(node: NodeName): number | undefined {
+    try {
+      const pid = Number(readFileSync(join(this.dir, node, "postmaster.pid"), "utf8").split("\n")[0]);
+      if (!(pid > 0) || !isAlive(pid)) return undefined;
+      // A stale file may name a pid that another program has taken since.
+      return readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("postgres") ? pid : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+
+  /**
+   * Kills node `node` (SIGKILL to its Patroni and its postmaster at once), as a crash of the
+   * machine's processes; its backends exit as they see their postmaster gone.
+   */
+  killNode(node: NodeName): void {
+    const postmaster = this.postmasterPid(node);
+    this.processes.signal(`patroni-${node}`, "SIGKILL");
+    if (postmaster !== undefined) process.kill(postmaster, "SIGKILL");
+  }
+
+  /** Freezes (SIGSTOP) or resumes (SIGCONT) node `node`'s Patroni and postmaster. */
+  pauseNode(node: NodeName, signal: "SIGSTOP" | "SIGCONT"): void {
+    const postmaster = this.postmasterPid(node);
+    this.processes.signal(`patroni-${node}`, signal);
+    if (postmaster !== undefined) process.kill(postmaster, signal);
+  }
+
+  // ---- HAProxy ----
+
+  /** Writes HAProxy's configuration and starts it in the foreground (no daemon), by pid. */
+  async startHaproxy(): Promise<void> {
+    const config = join(this.dir, "haproxy.cfg");
+    const nodes = (check: string) =>
+      NODES.map(
+        (node, index) =>
+          `  server ${node} 127.0.0.1:${FAILOVER_PORTS.postgres[index]} check port ${FAILOVER_PORTS.patroni[index]} ${check}`,
+      );
+    const database = (name: string, port: number, path: string) => [
+      `listen ${name}`,
+      `  bind 127.0.0.1:${port}`,
+      "  mode tcp",
+      // A pool's idle connection is not HAProxy's to close.
+      "  timeout client 30m",
+      "  timeout server 30m",
+      `  option httpchk OPTIONS ${path}`,
+      "  http-check expect status 200",
+      // A node that stops being what the endpoint needs loses its sessions at once, so no
+      // client goes on writing to a former primary.
+      "  default-server inter 1s fastinter 500ms fall 2 rise 1 on-marked-down shutdown-sessions",
+      ...nodes(""),
+      "",
+    ];
+    writeFileSync(
+      config,
+      [
+        "global",
+        "  maxconn 4000",
+        `  stats socket ${join(this.dir, "haproxy.sock")} mode 600 level admin`,
+        "",
+        "defaults",
+        "  mode http",
+        "  timeout connect 2s",
+        "  timeout client 60s",
+        "  timeout server 60s",
+        "  retries 3",
+        "  option redispatch",
+        "",
+        ...database("postgres_write", FAILOVER_PORTS.write, "/primary"),
+        ...database("postgres_read", FAILOVER_PORTS.read, "/replica"),
+        ...serviceBalancer(FAILOVER_PORTS.service, FAILOVER_PORTS.instances),
+      ].join("\n"),
+    );
+    const pid = this.processes.start({
+      name: "haproxy",
+      command: haproxyBinary(),
+      args: ["-f", config, "-db"],
+    });
+    await until("the write endpoint did not reach the primary", 60_000, async () => {
+      if (!isAlive(pid))
+        throw new Error(`HAProxy exited; its log ends:\n${tailOf(join(this.dir, "haproxy.log"))}`);
+      const [row] = await sql<{ recovery: boolean }>(
+        this.writeUrl("postgres"),
+        "SELECT pg_is_in_recovery() AS recovery",
+      );
+      return row?.recovery === false ? true : undefined;
+    });
+  }
+
+  // ---- NATS ----
+
+  /** Writes NATS server `index`'s configuration (once) and starts it, in a cluster with the other two. */
+  startNats(index: number): number {
+    const name = `nats${index + 1}`;
+    const config = join(this.dir, `${name}.conf`);
+    if (!existsSync(config)) {
+      const routes = FAILOVER_PORTS.natsCluster.map((port) => `"nats-route://127.0.0.1:${port}"`).join(", ");
+      writeFileSync(
+        config,
+        [
+          `server_name: ${name}`,
+          `listen: "127.0.0.1:${FAILOVER_PORTS.nats[index]}"`,
+          `http: "127.0.0.1:${FAILOVER_PORTS.natsMonitor[index]}"`,
+          `jetstream { store_dir: "${join(this.dir, name)}" }`,
+          `cluster { name: posts-failover, listen: "127.0.0.1:${FAILOVER_PORTS.natsCluster[index]}", routes: [${routes}] }`,
+          "",
+        ].join("\n"),
+      );
+    }
+    return this.processes.start({ name, command: natsBinary(), args: ["-c", config] });
+  }
+
+  /**
+   * Makes the stream `POSTS` in three replicas, as an operator would before the service starts
+   * (the service makes it when absent, and then as NATS's default, one replica).
+   */
+  async createStream(): Promise<void> {
+    await until("the NATS cluster did not make the stream POSTS", 60_000, async () => {
+      const connection = await connectNats({ servers: this.natsUrls.split(","), maxReconnectAttempts: 0 });
+      try {
+        const manager = await jetstreamManager(connection);
+        const names = await manager.streams.names().next();
+        if (!names.includes(STREAM_NAME)) {
+          await manager.streams.add({
+            name: STREAM_NAME,
+            subjects: [SUBJECTS["post.created"].replace(/\.[^.]+$/, ".*")],
+            storage: StorageType.File,
+            num_replicas: 3,
+          });
+        }
+        const info = await manager.streams.info(STREAM_NAME);
+        return info.config.num_replicas === 3 && info.cluster?.leader !== undefined ? true : undefined;
+      } finally {
+        await connection.close();
+      }
+    });
+  }
+
+  // ---- service ----
+
+  /** Starts instance `index` (0, 1, 2) and waits until /ready answers 200. */
+  async startInstance(index: number): Promise<void> {
+    const name = `instance${index + 1}`;
+    await startServiceInstance(this.processes, name, FAILOVER_PORTS.instances[index] as number, {
+      ...this.instanceEnv(),
+      DATA_DIR: join(this.dir, name),
+    });
+  }
+
+  /** Makes the service's database on the primary and migrates it through the write endpoint. */
+  migrate(): Promise<void> {
+    return sql(this.writeUrl("postgres"), `CREATE DATABASE ${DATABASE}`).then(() => {
+      execFileSync(process.execPath, [join(ROOT, "packages/app/dist/main.js"), "migrate"], {
+        cwd: ROOT,
+        env: {
+          ...process.env,
+          DATABASE_URL: this.writeUrl(),
+          JWT_SECRET: this.jwtSecret,
+          DATA_DIR: join(this.dir, "migrate"),
+          LOG_LEVEL: "warn",
+        },
+        stdio: ["ignore", "inherit", "inherit"],
+      });
+    });
+  }
+
+  /** Brings the whole topology up in its (empty) directory. */
+  async start(): Promise<void> {
+    const say = this.#say;
+    say("building the service");
+    buildService();
+    say("starting three etcd members");
+    for (const index of [0, 1, 2]) this.startEtcd(index);
+    await this.waitForEtcd();
+    say("starting three NATS servers (JetStream cluster)");
+    for (const index of [0, 1, 2]) this.startNats(index);
+    say("starting Patroni on three nodes");
+    this.startPatroni("pg1");
+    // The first node bootstraps the cluster alone; the others then copy it (pg_basebackup).
+    await until(
+      "Patroni did not bootstrap a leader",
+      120_000,
+      async () => (await this.leader()) ?? undefined,
+    );
+    this.startPatroni("pg2");
+    this.startPatroni("pg3");
+    const leader = await this.waitForHealthyCluster();
+    say(`Patroni leader: ${leader}`);
+    say("starting HAProxy");
+    await this.startHaproxy();
+    say("making the stream POSTS in three replicas");
+    await this.createStream();
+    say("migrating the database through the write endpoint");
+    await this.migrate();
+    say("starting three service instances");
+    await Promise.all([0, 1, 2].map((index) => this.startInstance(index)));
+    await until("HAProxy did not route to a ready instance", 30_000, async () => {
+      const reply = await fetch(`${this.url}/ready`, { signal: AbortSignal.timeout(2000) });
+      return reply.status === 200 ? true : undefined;
+    });
+  }
+
+  /**
+   * Stops every process of the topology by its pid, newest first (instances, HAProxy, Patroni,
+   * NATS, etcd), each postmaster Patroni started included, whatever faults left them in.
+   */
+  async down(): Promise<void> {
+    // Patroni stops its own postmaster on SIGTERM; one that outlived its Patroni (killed, or a
+    // node Patroni restarted) is recorded here so it is stopped by its pid as well.
+    const entries = this.processes.entries();
+    for (const node of NODES) {
+      const pid = this.postmasterPid(node);
+      if (pid !== undefined && entries[`postmaster-${node}`]?.pid !== pid) {
+        this.processes.adopt(`postmaster-${node}`, pid, "SIGQUIT");
+      }
+    }
+    await this.processes.stopAll();
+  }
+}
+
+/**
+ * Makes and starts the failover topology in `dir` (made if absent, must be empty): installs
+ * Patroni, etcd, HAProxy and nats-server from Debian if absent, builds the service and starts
+ * every process. On failure, stops whatever it started and throws.
+ */
+export async function startFailoverTopology(options: {
+  readonly dir: string;
+  readonly say?: (line: string) => void;
+}): Promise<FailoverTopology> {
+  const say = options.say ?? (() => {});
+  mkdirSync(options.dir, { recursive: true });
+  if (readdirSync(options.dir).length > 0) throw new Error(`${options.dir} is not empty`);
+  // Patroni and PostgreSQL, running as postgres, keep their data, sockets and logs here.
+  chownToPostgres(options.dir);
+  chmodSync(options.dir, 0o755);
+  ensurePackages(say, PACKAGES);
+  writeFileSync(join(options.dir, "jwt-secret"), randomBytes(48).toString("base64url"), { mode: 0o600 });
+  const topology = new FailoverTopology(options.dir, { say });
+  try {
+    await topology.start();
+    return topology;
+  } catch (error) {
+    await topology.down();
+    throw error;
+  }
+}
+
+function natsBinary(): string {
+  return existsSync("/usr/sbin/nats-server") ? "/usr/sbin/nats-server" : "nats-server";
+}
