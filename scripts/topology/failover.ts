@@ -329,20 +329,29 @@ export class FailoverTopology {
   }
 
   /**
-   * Kills node `node` (SIGKILL to its Patroni and its postmaster at once), as a crash of the
-   * machine's processes; its backends exit as they see their postmaster gone.
+   * Kills node `node` (SIGKILL to its Patroni and to its postmaster's process group at once), as
+   * a crash of the machine's processes.
    */
   killNode(node: NodeName): void {
-    const postmaster = this.postmasterPid(node);
-    this.processes.signal(`patroni-${node}`, "SIGKILL");
-    if (postmaster !== undefined) process.kill(postmaster, "SIGKILL");
+    this.signalNode(node, "SIGKILL");
   }
 
-  /** Freezes (SIGSTOP) or resumes (SIGCONT) node `node`'s Patroni and postmaster. */
+  /** Freezes (SIGSTOP) or resumes (SIGCONT) node `node`'s Patroni and every PostgreSQL process. */
   pauseNode(node: NodeName, signal: "SIGSTOP" | "SIGCONT"): void {
+    this.signalNode(node, signal);
+  }
+
+  /**
+   * Sends `signal` to node `node`'s Patroni and to its postmaster's process group: Patroni starts
+   * the postmaster in a session of its own, whose group holds the postmaster and every backend,
+   * so a frozen server answers nothing on the connections it already has either.
+   */
+  signalNode(node: NodeName, signal: NodeJS.Signals): void {
     const postmaster = this.postmasterPid(node);
+    const group = postmaster === undefined ? undefined : processGroupOf(postmaster);
     this.processes.signal(`patroni-${node}`, signal);
-    if (postmaster !== undefined) process.kill(postmaster, signal);
+    if (group !== undefined && group > 1 && group !== process.pid) process.kill(-group, signal);
+    else if (postmaster !== undefined) process.kill(postmaster, signal);
   }
 
   // ---- HAProxy ----
@@ -561,6 +570,16 @@ export async function startFailoverTopology(options: {
   } catch (error) {
     await topology.down();
     throw error;
+  }
+}
+
+/** The process group of `pid` (field 5 of /proc/<pid>/stat, after the command's parentheses). */
+function processGroupOf(pid: number): number | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[2]);
+  } catch {
+    return undefined;
   }
 }
 

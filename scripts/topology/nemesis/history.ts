@@ -1,0 +1,436 @@
+import { setTimeout as sleep } from "node:timers/promises";
+
+/**
+ * A Jepsen-style history of the service under faults: a steady load of keyed creates, patches,
+ * deletes and reads, every request and its answer recorded, and a checker over the history,
+ * the final database and the change feed. Each post belongs to one worker, which sends its
+ * requests one after the other, so a post's operations are totally ordered in time: what a
+ * read or the final database may show of it is the result of its last acknowledged write, or
+ * of any write attempted after that one whose outcome is unknown (a 503, a lost answer).
+ */
+
+/** Each write or read the load sent. */
+export type Kind = "create" | "patch" | "delete" | "read";
+
+/** One request and its answer. `status` 0: no HTTP answer (`error` says why). */
+export interface Operation {
+  readonly worker: number;
+  readonly kind: Kind;
+  /** The post's idempotency key, which names it in the history whatever its id. */
+  readonly key: string;
+  /** The title the write sends (create, patch), or that a read answered. */
+  readonly title?: string;
+  readonly invokedAt: number;
+  completedAt: number;
+  status: number;
+  retryAfter?: string | null;
+  /** The post's id (known from the create's Location). */
+  id?: string;
+  error?: string;
+}
+
+/** What a post may look like now: a title, or `null` for absent. */
+type Allowed = Set<string | null>;
+
+interface Post {
+  readonly key: string;
+  id?: string;
+  /** Versions made so far (the n of each title `<key> v<n>`). */
+  version: number;
+  allowed: Allowed;
+  /** Whether a create of it was acknowledged (201). */
+  created: boolean;
+  /** Whether its delete was acknowledged, or a later delete found it gone. */
+  deleted: boolean;
+  /** A write whose outcome is unknown, to be sent again (create, delete) before anything else. */
+  pending?: "create" | "delete";
+}
+
+/** A load's options. */
+export interface LoadOptions {
+  /** HAProxy in front of the instances. */
+  readonly url: string;
+  readonly workers: number;
+  /** Each worker's pause between requests, sparing the shared machine. */
+  readonly pauseMs: number;
+  /** Longer than the service's request timeout: an answer later than this is a hang. */
+  readonly timeoutMs: number;
+}
+
+/** A running load: its history, and how to stop it. */
+export interface Load {
+  readonly history: Operation[];
+  /** Stops the workers after the requests in flight, and answers the history. */
+  stop(): Promise<Operation[]>;
+}
+
+/** Registers a user and logs in (retrying until the service answers), answering the token. */
+async function tokenOf(url: string, worker: number): Promise<string> {
+  const credentials = {
+    email: `nemesis-${worker}-${Math.random().toString(36).slice(2, 10)}@example.com`,
+    password: "a long password",
+  };
+  const post = (path: string) =>
+    fetch(`${url}${path}`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(credentials),
+      signal: AbortSignal.timeout(10_000),
+    });
+  const registered = await post("/api/v1/user");
+  if (registered.status !== 201) throw new Error(`registration answered ${registered.status}`);
+  const loggedIn = await post("/api/v1/user/login");
+  if (loggedIn.status !== 200) throw new Error(`login answered ${loggedIn.status}`);
+  return ((await loggedIn.json()) as { token: string }).token;
+}
+
+/** Starts `options.workers` workers, each registering its own user and then looping. */
+export async function startLoad(options: LoadOptions): Promise<Load> {
+  const history: Operation[] = [];
+  const tokens = await Promise.all(
+    Array.from({ length: options.workers }, (_, worker) => tokenOf(options.url, worker)),
+  );
+  let running = true;
+  const loops = tokens.map((token, worker) => runWorker(worker, token, options, history, () => running));
+  return {
+    history,
+    stop: async () => {
+      running = false;
+      await Promise.all(loops);
+      return history;
+    },
+  };
+}
+
+async function runWorker(
+  worker: number,
+  token: string,
+  options: LoadOptions,
+  history: Operation[],
+  running: () => boolean,
+): Promise<void> {
+  const posts: Post[] = [];
+  let made = 0;
+  while (running()) {
+    const unsettled = posts.find((post) => post.pending !== undefined);
+    const live = posts.filter((post) => post.created && !post.deleted);
+    const dice = Math.random();
+    if (unsettled?.pending === "create") await create(unsettled);
+    else if (unsettled?.pending === "delete") await remove(unsettled);
+    else if (live.length === 0 || dice < 0.3) {
+      const post: Post = {
+        key: `w${worker}-${made++}-${Math.random().toString(36).slice(2, 8)}`,
+        version: 0,
+        allowed: new Set([null]),
+        created: false,
+        deleted: false,
+      };
+      posts.push(post);
+      await create(post);
+    } else {
+      const post = live[Math.floor(Math.random() * live.length)] as Post;
+      if (dice < 0.6) await patch(post);
+      else if (dice < 0.68) await remove(post);
+      else await read(post);
+    }
+    await sleep(options.pauseMs);
+  }
+
+  async function send(
+    kind: Kind,
+    post: Post,
+    method: string,
+    path: string,
+    body?: unknown,
+    extra: Record<string, string> = {},
+  ) {
+    const operation: Operation = {
+      worker,
+      kind,
+      key: post.key,
+      ...(body !== undefined && typeof (body as { title?: unknown }).title === "string"
+        ? { title: (body as { title: string }).title }
+        : {}),
+      invokedAt: performance.now(),
+      completedAt: 0,
+      status: 0,
+      ...(post.id === undefined ? {} : { id: post.id }),
+    };
+    history.push(operation);
+    try {
+      const response = await fetch(`${options.url}${path}`, {
+        method,
+        headers: {
+          "x-auth-token": token,
+          ...(body === undefined ? {} : { "content-type": "application/json" }),
+          ...extra,
+        },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+        signal: AbortSignal.timeout(options.timeoutMs),
+      });
+      const text = await response.text();
+      operation.status = response.status;
+      operation.retryAfter = response.headers.get("retry-after");
+      operation.completedAt = performance.now();
+      if (response.status >= 500) operation.error = text.slice(0, 300);
+      return { response, text, operation };
+    } catch (error) {
+      operation.completedAt = performance.now();
+      operation.error = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+      return { response: undefined, text: "", operation };
+    }
+  }
+
+  async function create(post: Post): Promise<void> {
+    const title = `${post.key} v0`;
+    const { response, operation } = await send(
+      "create",
+      post,
+      "POST",
+      "/api/v1/posts",
+      { title, content: `key:${post.key}` },
+      { "idempotency-key": post.key },
+    );
+    if (response?.status === 201) {
+      const id = /\/api\/v1\/posts\/(\d+)$/.exec(response.headers.get("location") ?? "")?.[1];
+      if (id !== undefined) {
+        post.id = id;
+        operation.id = id;
+      }
+      post.created = true;
+      post.allowed = new Set([title]);
+      delete post.pending;
+    } else if (response !== undefined && response.status < 500) {
+      // Refused before anything was written: nothing to retry.
+      delete post.pending;
+    } else {
+      // Unknown: it may exist. The same key is sent again until an answer settles it.
+      post.allowed.add(title);
+      post.pending = "create";
+    }
+  }
+
+  async function patch(post: Post): Promise<void> {
+    post.version += 1;
+    const title = `${post.key} v${post.version}`;
+    const { response } = await send("patch", post, "PATCH", `/api/v1/posts/${post.id}`, { title });
+    if (response?.status === 200) post.allowed = new Set([title]);
+    else if (response === undefined || response.status >= 500) post.allowed.add(title);
+  }
+
+  async function remove(post: Post): Promise<void> {
+    const { response } = await send("delete", post, "DELETE", `/api/v1/posts/${post.id}`);
+    if (response?.status === 204 || (post.pending === "delete" && response?.status === 404)) {
+      post.allowed = new Set([null]);
+      post.deleted = true;
+      delete post.pending;
+    } else if (response === undefined || response.status >= 500) {
+      post.allowed.add(null);
+      post.pending = "delete";
+    }
+  }
+
+  async function read(post: Post): Promise<void> {
+    const { response, text, operation } = await send("read", post, "GET", `/api/v1/posts/${post.id}`);
+    if (response?.status === 200) {
+      const title = (JSON.parse(text) as { title: string }).title;
+      (operation as { title?: string }).title = title;
+    }
+    // Checked by checkHistory against the allowed titles at the time of the read.
+    (operation as { allowed?: (string | null)[] }).allowed = [...post.allowed];
+  }
+}
+
+/** One event of the change feed, as a JSON page lists it. */
+export interface FeedEvent {
+  readonly id: string;
+  readonly type: "post.created" | "post.updated" | "post.deleted";
+  readonly subject: string;
+  readonly data: { readonly id: number; readonly title?: string };
+}
+
+/** Every event of the feed, page after page through `url`. */
+export async function readFeed(url: string): Promise<FeedEvent[]> {
+  const events: FeedEvent[] = [];
+  let after = 0;
+  for (;;) {
+    const response = await fetch(`${url}/api/v1/posts/events?after=${after}&limit=1000`, {
+      signal: AbortSignal.timeout(10_000),
+    });
+    if (response.status !== 200)
+      throw new Error(`the feed answered ${response.status}: ${await response.text()}`);
+    const page = (await response.json()) as { events: FeedEvent[]; next: number };
+    events.push(...page.events);
+    if (page.events.length === 0) return events;
+    after = page.next;
+  }
+}
+
+/** A post of the final database, by its idempotency key (its content `key:<key>`). */
+export interface StoredPost {
+  readonly id: string;
+  readonly key: string;
+  readonly title: string;
+}
+
+/** The figures of one history and what is wrong with it (nothing, when `violations` is empty). */
+export interface Verdict {
+  readonly violations: string[];
+  readonly counts: Record<string, number>;
+  /** From the fault to the first acknowledged write sent after it, in ms (undefined: none). */
+  readonly writesBackMs: number | undefined;
+  /** The longest a request waited for its answer, in ms. */
+  readonly slowestMs: number;
+}
+
+/**
+ * Checks a history against the final database and the change feed:
+ * - every acknowledged write is there with its acknowledged content, or with the content of a
+ *   write attempted after it whose outcome is unknown; no two posts per idempotency key;
+ * - every read showed an allowed state (never older than acknowledged);
+ * - no answer is a 5xx other than 503, each 503 carries Retry-After, every request is answered;
+ * - the first write acknowledged after the fault came within `writesBackWithinMs`;
+ * - the feed numbers its events 1…n with no gap or repeat, holds one post.created per
+ *   acknowledged create, one post.updated per acknowledged patch, one post.deleted per
+ *   acknowledged delete, and none for a write refused.
+ */
+export function checkHistory(input: {
+  readonly history: readonly Operation[];
+  readonly stored: readonly StoredPost[];
+  readonly feed: readonly FeedEvent[];
+  readonly faultAt: number;
+  readonly writesBackWithinMs: number;
+}): Verdict {
+  const violations: string[] = [];
+  const counts: Record<string, number> = {};
+  let slowestMs = 0;
+  for (const operation of input.history) {
+    const label = `${operation.kind} ${operation.status === 0 ? "no answer" : operation.status}`;
+    counts[label] = (counts[label] ?? 0) + 1;
+    slowestMs = Math.max(slowestMs, operation.completedAt - operation.invokedAt);
+    if (operation.status === 0) {
+      violations.push(`${operation.kind} of ${operation.key} got no answer: ${operation.error}`);
+    } else if (operation.status >= 500 && operation.status !== 503) {
+      violations.push(
+        `${operation.kind} of ${operation.key} answered ${operation.status}: ${operation.error}`,
+      );
+    } else if (operation.status === 503 && operation.retryAfter == null) {
+      violations.push(`${operation.kind} of ${operation.key} answered 503 without Retry-After`);
+    }
+    if (operation.kind === "read") {
+      const allowed = (operation as { allowed?: (string | null)[] }).allowed ?? [];
+      const seen =
+        operation.status === 200 ? (operation.title ?? "") : operation.status === 404 ? null : undefined;
+      if (seen !== undefined && !allowed.includes(seen)) {
+        violations.push(
+          `read of ${operation.key} showed ${JSON.stringify(seen)}, allowed ${JSON.stringify(allowed)}`,
+        );
+      }
+    }
+  }
+
+  const writesAfter = input.history
+    .filter(
+      (op) => op.kind !== "read" && op.invokedAt >= input.faultAt && op.status >= 200 && op.status < 300,
+    )
+    .map((op) => op.completedAt);
+  const writesBackMs = writesAfter.length === 0 ? undefined : Math.min(...writesAfter) - input.faultAt;
+  if (writesBackMs === undefined) violations.push("no write was acknowledged after the fault");
+  else if (writesBackMs > input.writesBackWithinMs) {
+    violations.push(
+      `writes came back ${Math.round(writesBackMs)} ms after the fault (> ${input.writesBackWithinMs})`,
+    );
+  }
+
+  // The final database against each post's history.
+  const byKey = new Map<string, StoredPost[]>();
+  for (const post of input.stored) byKey.set(post.key, [...(byKey.get(post.key) ?? []), post]);
+  for (const [key, posts] of byKey) {
+    if (posts.length > 1) violations.push(`${posts.length} posts for idempotency key ${key}`);
+  }
+  const keys = new Set(input.history.map((op) => op.key));
+  for (const key of keys) {
+    const allowed = finalAllowed(input.history.filter((op) => op.key === key));
+    const stored = byKey.get(key)?.[0];
+    const found = stored === undefined ? null : stored.title;
+    if (!allowed.has(found)) {
+      violations.push(
+        `post ${key} ends as ${JSON.stringify(found)}, allowed ${JSON.stringify([...allowed])}`,
+      );
+    }
+    const acknowledged = input.history.find(
+      (op) => op.key === key && op.kind === "create" && op.status === 201,
+    );
+    if (acknowledged?.id !== undefined && stored !== undefined && stored.id !== acknowledged.id) {
+      violations.push(`post ${key} was acknowledged as ${acknowledged.id} and is stored as ${stored.id}`);
+    }
+  }
+
+  // The feed: numbered 1…n, and one event per acknowledged change.
+  input.feed.forEach((event, index) => {
+    if (event.id !== String(index + 1)) {
+      violations.push(`the feed's event #${index + 1} has id ${event.id} (a gap or a repeat)`);
+    }
+  });
+  const keyOfId = new Map<string, string>();
+  for (const op of input.history) if (op.id !== undefined) keyOfId.set(op.id, op.key);
+  const eventsOf = new Map<string, FeedEvent[]>();
+  for (const event of input.feed) {
+    const key = keyOfId.get(event.subject);
+    if (key !== undefined) eventsOf.set(key, [...(eventsOf.get(key) ?? []), event]);
+  }
+  for (const key of keys) {
+    const ops = input.history.filter((op) => op.key === key);
+    const events = eventsOf.get(key) ?? [];
+    const ofType = (type: FeedEvent["type"]) => events.filter((event) => event.type === type);
+    const created = ofType("post.created").length;
+    if (ops.some((op) => op.kind === "create" && op.status === 201) && created !== 1) {
+      violations.push(`post ${key}: ${created} post.created events for an acknowledged create`);
+    }
+    if (created > 1) violations.push(`post ${key}: ${created} post.created events`);
+    const updatedTitles = ofType("post.updated").map((event) => event.data.title);
+    for (const op of ops.filter((op) => op.kind === "patch" && op.status === 200)) {
+      const times = updatedTitles.filter((title) => title === op.title).length;
+      if (times !== 1)
+        violations.push(`post ${key}: ${times} post.updated events for the acknowledged "${op.title}"`);
+    }
+    const attempted = new Set(
+      ops
+        .filter((op) => op.kind === "patch" && (op.status === 0 || op.status >= 500 || op.status === 200))
+        .map((op) => op.title),
+    );
+    for (const title of updatedTitles) {
+      if (!attempted.has(title))
+        violations.push(`post ${key}: a post.updated event for "${title}", never acknowledged nor in doubt`);
+    }
+    const versions = updatedTitles.map((title) => Number(/ v(\d+)$/.exec(title ?? "")?.[1]));
+    if (versions.some((version, index) => index > 0 && version <= (versions[index - 1] as number))) {
+      violations.push(`post ${key}: post.updated events out of order (${versions.join(", ")})`);
+    }
+    const deleted = ofType("post.deleted").length;
+    if (ops.some((op) => op.kind === "delete" && op.status === 204) && deleted !== 1) {
+      violations.push(`post ${key}: ${deleted} post.deleted events for an acknowledged delete`);
+    }
+    if (deleted > 1) violations.push(`post ${key}: ${deleted} post.deleted events`);
+  }
+  return { violations, counts, writesBackMs, slowestMs };
+}
+
+/** What a post may finally be, from its operations in the order they were sent. */
+function finalAllowed(ops: readonly Operation[]): Allowed {
+  let allowed: Allowed = new Set([null]);
+  for (const op of ops) {
+    const unknown = op.status === 0 || op.status >= 500;
+    if (op.kind === "create") {
+      if (op.status === 201) allowed = new Set([op.title ?? ""]);
+      else if (unknown) allowed.add(op.title ?? "");
+    } else if (op.kind === "patch") {
+      if (op.status === 200) allowed = new Set([op.title ?? ""]);
+      else if (unknown) allowed.add(op.title ?? "");
+    } else if (op.kind === "delete") {
+      if (op.status === 204) allowed = new Set([null]);
+      else if (unknown) allowed.add(null);
+    }
+  }
+  return allowed;
+}
