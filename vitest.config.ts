@@ -71,6 +71,14 @@ export default defineConfig({
           include: ["markdown-links.test.ts"],
         },
       }),
+      // The failover nemesis's checker, on histories made by hand (the nemesis is `pnpm test:failover`).
+      defineProject({
+        test: {
+          name: "failover-checker",
+          root: fileURLToPath(new URL("./scripts/topology", import.meta.url)),
+          include: ["nemesis/history.test.ts"],
+        },
+      }),
       // The soak's analysis and the test of its memory check (the soak itself is `pnpm soak`).
       defineProject({
         test: {

@@ -187,6 +187,44 @@ export class FailoverTopology {
     });
   }
 
+  /** The index (0, 1, 2) of the member etcd's cluster names leader, asked of each member. */
+  async etcdLeader(): Promise<number> {
+    const statuses = await Promise.all(
+      FAILOVER_PORTS.etcdClient.map(async (port) => {
+        try {
+          const reply = await fetch(`http://127.0.0.1:${port}/v3/maintenance/status`, {
+            method: "POST",
+            body: "{}",
+            signal: AbortSignal.timeout(2000),
+          });
+          return (await reply.json()) as { header?: { member_id?: string }; leader?: string };
+        } catch {
+          return {};
+        }
+      }),
+    );
+    const index = statuses.findIndex(
+      (status) => status.leader !== undefined && status.header?.member_id === status.leader,
+    );
+    if (index < 0) throw new Error("no etcd member is the leader");
+    return index;
+  }
+
+  /** Whether every etcd member answers its health check as healthy. */
+  async etcdWhole(): Promise<boolean> {
+    const healthy = await Promise.all(
+      FAILOVER_PORTS.etcdClient.map(async (port) => {
+        try {
+          const reply = await fetch(`http://127.0.0.1:${port}/health`, { signal: AbortSignal.timeout(2000) });
+          return ((await reply.json()) as { health?: string }).health === "true";
+        } catch {
+          return false;
+        }
+      }),
+    );
+    return healthy.every(Boolean);
+  }
+
   // ---- Patroni and PostgreSQL ----
 
   /** Writes node `node`'s Patroni configuration (once) and starts Patroni, as the OS user postgres. */
@@ -328,10 +366,7 @@ export class FailoverTopology {
     }
   }
 
-  /**
-   * Kills node `node` (SIGKILL to its Patroni and to its postmaster's process group at once), as
-   * a crash of the machine's processes.
-   */
+  /** Kills node `node` (SIGKILL to its Patroni and every PostgreSQL process at once), as a crash. */
   killNode(node: NodeName): void {
     this.signalNode(node, "SIGKILL");
   }
@@ -342,16 +377,21 @@ export class FailoverTopology {
   }
 
   /**
-   * Sends `signal` to node `node`'s Patroni and to its postmaster's process group: Patroni starts
-   * the postmaster in a session of its own, whose group holds the postmaster and every backend,
-   * so a frozen server answers nothing on the connections it already has either.
+   * Sends `signal` to node `node`'s Patroni, its postmaster and each of the postmaster's
+   * children (PostgreSQL makes each child a process group of its own, so no group signal reaches
+   * them all), by pid: a frozen server answers nothing, on the connections it already has either.
    */
   signalNode(node: NodeName, signal: NodeJS.Signals): void {
     const postmaster = this.postmasterPid(node);
-    const group = postmaster === undefined ? undefined : processGroupOf(postmaster);
+    const pids = postmaster === undefined ? [] : [postmaster, ...childrenOf(postmaster)];
     this.processes.signal(`patroni-${node}`, signal);
-    if (group !== undefined && group > 1 && group !== process.pid) process.kill(-group, signal);
-    else if (postmaster !== undefined) process.kill(postmaster, signal);
+    for (const pid of pids) {
+      try {
+        process.kill(pid, signal);
+      } catch {
+        // Exited in between.
+      }
+    }
   }
 
   // ---- HAProxy ----
@@ -464,6 +504,41 @@ export class FailoverTopology {
     });
   }
 
+  /** The stream POSTS's leader and replicas, asked of `servers` (default: the three). */
+  async streamCluster(servers = this.natsUrls): Promise<{ leader?: string; current: string[] }> {
+    const connection = await connectNats({
+      servers: servers.split(","),
+      maxReconnectAttempts: 0,
+      timeout: 2000,
+    });
+    try {
+      const manager = await jetstreamManager(connection);
+      const { cluster } = await manager.streams.info(STREAM_NAME);
+      return {
+        ...(cluster?.leader === undefined ? {} : { leader: cluster.leader }),
+        current: (cluster?.replicas ?? [])
+          .filter((replica) => replica.current)
+          .map((replica) => replica.name),
+      };
+    } finally {
+      await connection.close();
+    }
+  }
+
+  /** The index (0, 1, 2) of the NATS server that leads the stream POSTS. */
+  async streamLeader(): Promise<number> {
+    const { leader } = await this.streamCluster();
+    const index = leader === undefined ? -1 : Number(/^nats(\d)$/.exec(leader)?.[1]) - 1;
+    if (!(index >= 0)) throw new Error(`the stream ${STREAM_NAME} has no leader (${leader})`);
+    return index;
+  }
+
+  /** Whether the stream POSTS has a leader and both other replicas are current. */
+  async streamWhole(): Promise<boolean> {
+    const { leader, current } = await this.streamCluster();
+    return leader !== undefined && current.length === 2;
+  }
+
   // ---- service ----
 
   /** Starts instance `index` (0, 1, 2) and waits until /ready answers 200. */
@@ -573,14 +648,19 @@ export async function startFailoverTopology(options: {
   }
 }
 
-/** The process group of `pid` (field 5 of /proc/<pid>/stat, after the command's parentheses). */
-function processGroupOf(pid: number): number | undefined {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[2]);
-  } catch {
-    return undefined;
+/** The processes whose parent is `pid`, from /proc (field 4 of each stat, after the command's parentheses). */
+function childrenOf(pid: number): number[] {
+  const children: number[] = [];
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
+      if (Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]) === pid) children.push(Number(entry));
+    } catch {
+      // Exited while listed.
+    }
   }
+  return children;
 }
 
 function natsBinary(): string {

@@ -19,7 +19,7 @@ export interface Operation {
   /** The post's idempotency key, which names it in the history whatever its id. */
   readonly key: string;
   /** The title the write sends (create, patch), or that a read answered. */
-  readonly title?: string;
+  title?: string;
   readonly invokedAt: number;
   completedAt: number;
   status: number;
@@ -27,6 +27,8 @@ export interface Operation {
   /** The post's id (known from the create's Location). */
   id?: string;
   error?: string;
+  /** For a read: what the post may show, from the writes before it (a title, `null` for absent). */
+  allowed?: (string | null)[];
 }
 
 /** What a post may look like now: a title, or `null` for absent. */
@@ -232,12 +234,8 @@ async function runWorker(
 
   async function read(post: Post): Promise<void> {
     const { response, text, operation } = await send("read", post, "GET", `/api/v1/posts/${post.id}`);
-    if (response?.status === 200) {
-      const title = (JSON.parse(text) as { title: string }).title;
-      (operation as { title?: string }).title = title;
-    }
-    // Checked by checkHistory against the allowed titles at the time of the read.
-    (operation as { allowed?: (string | null)[] }).allowed = [...post.allowed];
+    if (response?.status === 200) operation.title = (JSON.parse(text) as { title: string }).title;
+    operation.allowed = [...post.allowed];
   }
 }
 
@@ -318,7 +316,7 @@ export function checkHistory(input: {
       violations.push(`${operation.kind} of ${operation.key} answered 503 without Retry-After`);
     }
     if (operation.kind === "read") {
-      const allowed = (operation as { allowed?: (string | null)[] }).allowed ?? [];
+      const allowed = operation.allowed ?? [];
       const seen =
         operation.status === 200 ? (operation.title ?? "") : operation.status === 404 ? null : undefined;
       if (seen !== undefined && !allowed.includes(seen)) {
