@@ -172,6 +172,8 @@ export class FailoverTopology {
         `--initial-cluster-state=${existsSync(dataDir) ? "existing" : "new"}`,
         "--initial-cluster-token=posts-failover",
         "--log-level=warn",
+        // Patroni's `etcd:` client speaks the v2 API, which etcd 3.4 serves only when asked.
+        "--enable-v2=true",
       ],
     });
   }
@@ -249,8 +251,11 @@ export class FailoverTopology {
         name: node,
         log: { level: "WARNING" },
         restapi: { listen: `127.0.0.1:${restPort}`, connect_address: `127.0.0.1:${restPort}` },
-        // etcd 3.4 speaks v2 only with --enable-v2: Patroni talks to it through the v3 API.
-        etcd3: { hosts: etcdHosts },
+        // The v2 API (`etcd:`), not v3 (`etcd3:`): Patroni 3.0.2's v3 client renews a lost leader
+        // key with a plain put, so a leader frozen past its lease takes the key back from the one
+        // elected meanwhile, whose acknowledged commits are then discarded (fixed in 3.0.3); its
+        // v2 client renews with compare-and-swap and fails instead. FAILOVER_DCS=etcd3 shows it.
+        [process.env.FAILOVER_DCS === "etcd3" ? "etcd3" : "etcd"]: { hosts: etcdHosts },
         bootstrap: {
           dcs: {
             ttl: PATRONI_TIMING.ttl,
