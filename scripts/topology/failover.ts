@@ -44,6 +44,7 @@ export const FAILOVER_PORTS = {
 
 /** The PostgreSQL nodes Patroni manages, by name (also their Patroni member names). */
 export const NODES = ["pg1", "pg2", "pg3"] as const;
+/** One of {@link NODES}. */
 export type NodeName = (typeof NODES)[number];
 
 /** Patroni's leader lease and loop: loop_wait + 2 × retry_timeout ≤ ttl, as Patroni requires. */

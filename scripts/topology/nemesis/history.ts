@@ -143,16 +143,14 @@ async function runWorker(
     post: Post,
     method: string,
     path: string,
-    body?: unknown,
+    body?: { readonly title?: string; readonly content?: string },
     extra: Record<string, string> = {},
   ) {
     const operation: Operation = {
       worker,
       kind,
       key: post.key,
-      ...(body !== undefined && typeof (body as { title?: unknown }).title === "string"
-        ? { title: (body as { title: string }).title }
-        : {}),
+      ...(body?.title === undefined ? {} : { title: body.title }),
       invokedAt: performance.now(),
       completedAt: 0,
       status: 0,
