@@ -94,7 +94,7 @@ export async function underFault(topology: FailoverTopology, nemesis: Nemesis): 
   // The stream holds the feed's events, each once, in order: the relay catches up within seconds.
   const feedIds = feed.map((event) => event.id);
   await expect
-    .poll(async () => (await readStream(topology.natsUrls)).map((message) => message.id), {
+    .poll(async () => (await readStream(topology.natsUrl(0))).map((message) => message.id), {
       timeout: 30_000,
       interval: 1_000,
     })
