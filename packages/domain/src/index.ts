@@ -35,8 +35,10 @@ export {
   applyOwnedUpdate,
   checkOwnedWrite,
   DEFAULT_SEARCH_BUDGET,
+  DEFAULT_SEARCH_BYTES,
   matchesPageQuery,
   pageReaders,
+  postTextBytes,
   selectPage,
   selectSearchPage,
 } from "./post-repository-rules.js";

@@ -44,8 +44,11 @@ export function changeEventTextBytes(event: PostChangeEvent): number {
   return utf8Bytes(title) + utf8Bytes(content) + utf8Bytes(author.email);
 }
 
-// Counted from the UTF-16 code units, without encoding: a content may be megabytes.
-function utf8Bytes(text: string): number {
+/**
+ * The length of `text` in UTF-8, a lone surrogate counted as the three bytes of U+FFFD. Counted
+ * from the UTF-16 code units, without encoding: a content may be megabytes.
+ */
+export function utf8Bytes(text: string): number {
   let bytes = text.length;
   for (let i = 0; i < text.length; i++) {
     const unit = text.charCodeAt(i);

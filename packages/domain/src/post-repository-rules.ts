@@ -8,6 +8,7 @@ import type {
   SearchPageQuery,
 } from "./ports/post-repository.js";
 import { type NewPost, nextUpdatedAt, type Post } from "./post.js";
+import { utf8Bytes } from "./post-change-event.js";
 import { err, ok, type Result } from "./result.js";
 
 // Decisions of `PostRepository` as pure functions, for stores that make them in memory (the testing
@@ -74,17 +75,29 @@ export function selectPage<P extends Pick<Post, "id" | "author" | "title" | "con
 export const DEFAULT_SEARCH_BUDGET = 3000;
 
 /**
+ * How many bytes of text (title and content in UTF-8) a search page reads at most, by default,
+ * besides {@link DEFAULT_SEARCH_BUDGET} posts: 4 MiB. Posts may be megabytes each, so a bound in
+ * posts alone lets one page read gigabytes; 3,000 posts of a kilobyte and a half still fit, so a
+ * page of ordinary posts stops at the posts' bound as before. What a page reads beyond it is one
+ * post: the first, which it always reads, so that every page moves on.
+ */
+export const DEFAULT_SEARCH_BYTES = 4 * 1024 * 1024;
+
+/**
  * The search page `query` selects from `posts`, given in any order, reading at most `budget` of
- * them (a positive integer, {@link DEFAULT_SEARCH_BUDGET} when absent): the `budget` newest posts below `query.beforeId` (by
- * `query.authorId` when given) are read, newest first, until `query.limit` of them match. When
- * the budget runs out first and older posts remain, the page stops at the last post read:
- * `resumeBelow` is its id. What `PostRepository.searchPage` answers when `posts` are all the
- * store holds and it counts its work in posts read.
+ * them (a positive integer, {@link DEFAULT_SEARCH_BUDGET} when absent) and at most `bytes` bytes
+ * of their text ({@link postTextBytes}; {@link DEFAULT_SEARCH_BYTES} when absent): the newest
+ * posts below `query.beforeId` (by `query.authorId` when given) are read, newest first, until
+ * `query.limit` of them match, or `budget` posts are read, or the next one would take the text
+ * read past `bytes` (the first is read whatever its size). When the page stops so and older posts
+ * remain, it stops at the last post read: `resumeBelow` is its id. What `PostRepository.searchPage`
+ * answers when `posts` are all the store holds and it counts its work in posts and bytes read.
  */
 export function selectSearchPage<P extends Pick<Post, "id" | "author" | "title" | "content">>(
   posts: Iterable<P>,
   query: SearchPageQuery,
   budget: number = DEFAULT_SEARCH_BUDGET,
+  bytes: number = DEFAULT_SEARCH_BYTES,
 ): { readonly posts: P[]; readonly resumeBelow?: number } {
   const { search, limit, ...window } = query;
   // One more than the budget tells whether older posts remain beyond those read.
@@ -92,26 +105,38 @@ export function selectSearchPage<P extends Pick<Post, "id" | "author" | "title" 
   const matches = pageFilter(query);
   const page: P[] = [];
   let at = 0;
+  let readBytes = 0;
   for (; at < Math.min(read.length, budget) && page.length < limit; at++) {
     const post = read[at] as P;
+    readBytes += postTextBytes(post);
+    if (at > 0 && readBytes > bytes) break;
     if (matches(post)) page.push(post);
   }
-  if (page.length === limit || read.length <= budget) return { posts: page };
+  if (page.length === limit || at === read.length) return { posts: page };
   return { posts: page, resumeBelow: (read[at - 1] as P).id };
+}
+
+/**
+ * The bytes of text a search reads of `post`: its title and content in UTF-8, what PostgreSQL's
+ * `octet_length` answers of them in a UTF-8 database.
+ */
+export function postTextBytes(post: Pick<Post, "title" | "content">): number {
+  return utf8Bytes(post.title) + utf8Bytes(post.content);
 }
 
 /**
  * `PostRepository.listPage` and `searchPage` for a store that holds its posts in memory:
  * {@link selectPage} and {@link selectSearchPage} over what `posts()` answers at each call, the
- * search reading at most `budget` posts a page.
+ * search reading at most `budget` posts and `bytes` bytes of their text a page.
  */
 export function pageReaders(
   posts: () => Iterable<Post>,
   budget: number = DEFAULT_SEARCH_BUDGET,
+  bytes: number = DEFAULT_SEARCH_BYTES,
 ): Pick<PostRepository, "listPage" | "searchPage"> {
   return {
     listPage: async (query) => selectPage(posts(), query),
-    searchPage: async (query) => selectSearchPage(posts(), query, budget),
+    searchPage: async (query) => selectSearchPage(posts(), query, budget, bytes),
   };
 }
 

@@ -4,6 +4,7 @@ import {
   checkOwnedWrite,
   matchesPageQuery,
   type Post,
+  postTextBytes,
   selectPage,
   selectSearchPage,
 } from "@posts/domain";
@@ -138,6 +139,34 @@ describe("selectSearchPage", () => {
     expect(selectSearchPage(posts, { limit: 3, search: "cat", authorId: 2 }, 3)).toEqual({
       posts: [byIdOf(9), byIdOf(5)],
       resumeBelow: 5,
+    });
+  });
+
+  it("reads the posts' text up to its bytes, the first post whatever its size, and stops at the last one read", () => {
+    // Every post's text: "a Cat" or "a dog" (5 bytes) and the builder's content.
+    const each = postTextBytes(byIdOf(10) as Post);
+    expect(postTextBytes({ title: "é한😀", content: "" })).toBe(2 + 3 + 4);
+    // Room for two posts and a half: 10 and 9 read, 9 matches, 8 not read.
+    expect(selectSearchPage(posts, { limit: 3, search: "cat" }, 100, 2.5 * each)).toEqual({
+      posts: [byIdOf(9)],
+      resumeBelow: 9,
+    });
+    // Less than one post: the first is read all the same, and the next page goes on.
+    expect(selectSearchPage(posts, { limit: 3, search: "cat", beforeId: 10 }, 100, 1)).toEqual({
+      posts: [byIdOf(9)],
+      resumeBelow: 9,
+    });
+    expect(selectSearchPage(posts, { limit: 3, search: "cat", beforeId: 9 }, 100, 1)).toEqual({
+      posts: [],
+      resumeBelow: 8,
+    });
+    // Exactly the bytes of the posts left: the search is over.
+    expect(selectSearchPage(posts, { limit: 3, search: "cat", beforeId: 4 }, 100, 3 * each)).toEqual({
+      posts: [byIdOf(2)],
+    });
+    // A full page stops at the limit within its bytes, as without them.
+    expect(selectSearchPage(posts, { limit: 2, search: "cat" }, 100, 5 * each)).toEqual({
+      posts: [byIdOf(9), byIdOf(6)],
     });
   });
 

@@ -13,7 +13,7 @@ import type {
   SearchPageQuery,
   SearchPageRead,
 } from "@posts/domain";
-import { DEFAULT_SEARCH_BUDGET } from "@posts/domain";
+import { DEFAULT_SEARCH_BUDGET, DEFAULT_SEARCH_BYTES } from "@posts/domain";
 import type { Kysely } from "kysely";
 import type { RunStatement } from "../connection/direct-statements.js";
 import { parseInt8 } from "../connection/type-parsers.js";
@@ -63,6 +63,13 @@ export interface PostgresPostRepositoryOptions {
    * see searches stop early.
    */
   readonly searchBudget?: number;
+  /**
+   * How many bytes of text (title and content, in UTF-8) one `searchPage` reads at most besides
+   * (a positive integer), and so answers: the bound of a search page's work on big posts; a page
+   * reads its first post whatever its size. Absent: `DEFAULT_SEARCH_BYTES`. Tests set a small
+   * one to see searches of big posts stop early.
+   */
+  readonly searchBytes?: number;
   /**
    * How long, in milliseconds, a search page's trigram step may take on a PostgreSQL server
    * (see `SearchPages`): the step that fills a rare term's page from the trigram indexes when a
@@ -130,6 +137,7 @@ export class PostgresPostRepository implements PostRepository {
     this.#searches = new SearchPages(
       db,
       options.searchBudget ?? DEFAULT_SEARCH_BUDGET,
+      options.searchBytes ?? DEFAULT_SEARCH_BYTES,
       options.readStatements,
       this.#cache,
       options.searchIndexStepMs,

@@ -13,9 +13,11 @@ describeOnEachEngine("the repository contracts on %s", (engine) => {
   const open = async () => {
     opened ??= openTestDatabase(engine);
     const db = await opened;
-    // Search pages that read three posts each, so that the suite sees searches stop early.
+    // Search pages that read three posts each, so that the suite sees searches stop early; and
+    // pages that read a few megabytes of text, so that it sees searches of big posts stop early.
     const budgetedPosts = new PostgresPostRepository(db.db, { searchBudget: 3 });
-    return { posts: db.posts, users: db.users, budgetedPosts };
+    const postsWithSearchBytes = (bytes: number) => new PostgresPostRepository(db.db, { searchBytes: bytes });
+    return { posts: db.posts, users: db.users, budgetedPosts, postsWithSearchBytes };
   };
   postRepositoryContract(`PostgresPostRepository on ${engine}`, open);
   // With a post cache: pages read through it (ids and versions, then the posts not cached), in
@@ -29,6 +31,8 @@ describeOnEachEngine("the repository contracts on %s", (engine) => {
         posts: new PostgresPostRepository(db, cache),
         users,
         budgetedPosts: new PostgresPostRepository(db, { ...cache, searchBudget: 3 }),
+        postsWithSearchBytes: (bytes: number) =>
+          new PostgresPostRepository(db, { ...cache, searchBytes: bytes }),
       };
     });
   cached("a post cache read through", { cache: { maxBytes: 64 * 1024 * 1024, alwaysThroughCache: true } });

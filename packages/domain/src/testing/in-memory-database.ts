@@ -11,6 +11,7 @@ import {
   applyOwnedUpdate,
   checkOwnedWrite,
   DEFAULT_SEARCH_BUDGET,
+  DEFAULT_SEARCH_BYTES,
   selectPage,
   selectSearchPage,
 } from "../post-repository-rules.js";
@@ -50,19 +51,28 @@ export class InMemoryDatabase {
 
   /**
    * `searchBudget`: how many posts one search page reads at most (`PostRepository.searchPage`),
-   * a positive integer; {@link DEFAULT_SEARCH_BUDGET} when absent.
+   * a positive integer; {@link DEFAULT_SEARCH_BUDGET} when absent. `searchBytes`: how many bytes
+   * of their text it reads at most besides (`selectSearchPage`), a positive integer;
+   * {@link DEFAULT_SEARCH_BYTES} when absent.
    */
-  constructor(options: { readonly searchBudget?: number } = {}) {
-    this.posts = this.postsWithSearchBudget(options.searchBudget ?? DEFAULT_SEARCH_BUDGET);
+  constructor(options: { readonly searchBudget?: number; readonly searchBytes?: number } = {}) {
+    this.posts = this.postsWithSearchBudget(
+      options.searchBudget ?? DEFAULT_SEARCH_BUDGET,
+      options.searchBytes ?? DEFAULT_SEARCH_BYTES,
+    );
   }
 
   /**
    * Another post repository over this same database whose search pages read at most `budget`
-   * posts each (a positive integer): tests use a tiny one to see searches stop early.
+   * posts each (a positive integer) and `bytes` bytes of their text ({@link DEFAULT_SEARCH_BYTES}
+   * when absent): tests use tiny ones to see searches stop early.
    */
-  postsWithSearchBudget(budget: number): PostRepository {
+  postsWithSearchBudget(budget: number, bytes: number = DEFAULT_SEARCH_BYTES): PostRepository {
     if (!(Number.isSafeInteger(budget) && budget >= 1)) {
       throw new RangeError("the search budget must be a positive integer");
+    }
+    if (!(Number.isSafeInteger(bytes) && bytes >= 1)) {
+      throw new RangeError("the search's bytes must be a positive integer");
     }
     return {
       create: async (post) => this.#createPost(post),
@@ -72,7 +82,7 @@ export class InMemoryDatabase {
       findById: async (id) => this.#findPost(id),
       listPage: async (query) => selectPage(this.#posts.values(), query).map(copy),
       searchPage: async (query) => {
-        const { posts, resumeBelow } = selectSearchPage(this.#posts.values(), query, budget);
+        const { posts, resumeBelow } = selectSearchPage(this.#posts.values(), query, budget, bytes);
         return { posts: posts.map(copy), ...(resumeBelow === undefined ? {} : { resumeBelow }) };
       },
       update: async (update) => this.#updatePost(update),

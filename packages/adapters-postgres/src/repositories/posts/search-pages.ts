@@ -8,7 +8,7 @@ import type { Database } from "../../schema/database.js";
 import type { SearchResults } from "./search-results.js";
 import { SearchWalk } from "./search-walk.js";
 import { TermMemory, termKey } from "./term-memory.js";
-import { TrigramStep } from "./trigram-step.js";
+import { type Stepped, TrigramStep } from "./trigram-step.js";
 
 /** How long the trigram step of a search page may take, by default, in milliseconds. */
 const DEFAULT_INDEX_STEP_MS = 50;
@@ -106,6 +106,7 @@ export function stepBeforeWalk(found: number, read: number, below: number, budge
  */
 export class SearchPages {
   readonly #budget: number;
+  readonly #bytes: number;
   readonly #cache: PostCache | undefined;
   /** Whether `db` is a server's pool (createPostgresDatabase): PGlite pages only walk. */
   readonly #onServer: boolean;
@@ -125,7 +126,9 @@ export class SearchPages {
   readonly #step: TrigramStep;
 
   /**
-   * `budget`: the most posts one page reads, a positive integer. `run`: where the statements go
+   * `budget`: the most posts one page reads, a positive integer. `bytes`: the most bytes of text
+   * (title and content) one page reads, and so answers, a positive integer; a page reads its first
+   * post whatever its size. `run`: where the statements go
    * (a standby's pool), the database's own pool when absent. `cache`: whose objects a page lists
    * for the posts it holds at their version; nothing is stored in it. `results`: where the
    * matches a step counted are kept for the term's next pages (on a server only).
@@ -133,6 +136,7 @@ export class SearchPages {
   constructor(
     db: Kysely<Database>,
     budget: number,
+    bytes: number,
     run?: RunStatement,
     cache?: PostCache,
     indexStepMs: number = DEFAULT_INDEX_STEP_MS,
@@ -144,7 +148,11 @@ export class SearchPages {
     if (!(Number.isSafeInteger(indexStepMs) && indexStepMs >= 0)) {
       throw new RangeError("the search's index step time must be a whole number of milliseconds");
     }
+    if (!(Number.isSafeInteger(bytes) && bytes >= 1)) {
+      throw new RangeError("the search's bytes must be a positive integer");
+    }
     this.#budget = budget;
+    this.#bytes = bytes;
     this.#cache = cache;
     this.#onServer = DIRECT_STATEMENTS.has(db);
     this.#indexStepMs = indexStepMs;
@@ -158,13 +166,17 @@ export class SearchPages {
   async page(query: SearchPageQuery): Promise<SearchPageRead> {
     const { limit } = query;
     const budget = this.#budget;
+    const bytes = this.#bytes;
     const steps = this.#onServer && this.#indexStepMs > 0 && [...query.search].length >= 3;
     // By author too: a term rare in one author's posts may be common in everyone's.
     const rareKey = termKey(query);
     if (steps && this.#results !== undefined) {
       // A step counted this term's matches below the cursor, and no post has changed since.
-      const rows = await this.#results.page(rareKey, query.beforeId, limit);
-      if (rows !== undefined) return { posts: rows.map((row) => this.#post(row)) };
+      const stored = await this.#results.page(rareKey, query.beforeId, limit, bytes);
+      if (stored !== undefined) {
+        const posts = stored.rows.map((row) => this.#post(row));
+        return stored.resumeBelow === undefined ? { posts } : { posts, resumeBelow: stored.resumeBelow };
+      }
     }
     let stepping = steps && !this.#withoutStep(query.search);
     if (stepping && this.#rare.holds(rareKey)) {
@@ -176,42 +188,51 @@ export class SearchPages {
         query,
         query.beforeId ?? Number.MAX_SAFE_INTEGER,
         limit,
+        { bytes, least: true },
         this.#indexStepMs * RARE_STEP_PATIENCE,
       );
-      if (all !== undefined) return { posts: all };
+      if (all !== undefined) return all;
       this.#rare.forget(rareKey);
       stepping = false;
     }
     const firstBudget = stepping ? Math.ceil(budget / FIRST_WALK_SHARE) : budget;
-    const first = await this.#walker.walk(query, firstBudget, limit);
+    const first = await this.#walker.walk(query, firstBudget, { bytes, least: true }, limit);
     let posts = first.posts;
     if (posts.length >= limit || first.stoppedAt === undefined) return { posts };
-    if (!stepping) return { posts, resumeBelow: first.stoppedAt };
+    // Out of bytes, the page has done its work: neither the rest of the walk nor the step.
+    if (!stepping || first.outOfBytes) return { posts, resumeBelow: first.stoppedAt };
     let below = first.stoppedAt;
+    let left = Math.max(0, bytes - first.bytes);
     if (firstBudget < budget) {
       const stepFirst = stepBeforeWalk(posts.length, firstBudget, below, budget);
       if (stepFirst) {
-        const older = await this.#step.matches(query, below, limit - posts.length);
-        // Every match below where the walk stopped is known: the page is full, or the search is over.
+        const older = await this.#step.matches(query, below, limit - posts.length, {
+          bytes: left,
+          least: false,
+        });
+        // Every match below where the walk stopped is known: the page is full, or the search is
+        // over, or it continues where the bytes ran out.
         if (older !== undefined) {
           this.#rare.remember(rareKey);
-          return { posts: [...posts, ...older] };
+          return joined(posts, older);
         }
       }
       const rest = await this.#walker.walk(
         { ...query, beforeId: below },
         budget - firstBudget,
+        { bytes: left, least: false },
         limit - posts.length,
       );
       posts = [...posts, ...rest.posts];
       if (posts.length >= limit || rest.stoppedAt === undefined) return { posts };
       // The step gave up already: once a page.
-      if (stepFirst) return { posts, resumeBelow: rest.stoppedAt };
+      if (stepFirst || rest.outOfBytes) return { posts, resumeBelow: rest.stoppedAt };
       below = rest.stoppedAt;
+      left = Math.max(0, left - rest.bytes);
     }
-    const older = await this.#step.matches(query, below, limit - posts.length);
+    const older = await this.#step.matches(query, below, limit - posts.length, { bytes: left, least: false });
     if (older === undefined) return { posts, resumeBelow: below };
-    return { posts: [...posts, ...older] };
+    return joined(posts, older);
   }
 
   /**
@@ -232,4 +253,10 @@ export class SearchPages {
   #post(row: PostRow): Post {
     return this.#cache?.peek(parseInt8(row.id), row.updated_at.getTime()) ?? toPost(row);
   }
+}
+
+/** A page of the walk's matches followed by the step's, continuing where the step says. */
+function joined(walked: readonly Post[], stepped: Stepped): SearchPageRead {
+  const posts = [...walked, ...stepped.posts];
+  return stepped.resumeBelow === undefined ? { posts } : { posts, resumeBelow: stepped.resumeBelow };
 }

@@ -31,10 +31,27 @@ function positionSince(xmin: unknown) {
     ELSE ${POSITION} END`;
 }
 
-/** A row of a cached page's statement: one of its posts (`position` null), or the position row. */
+/**
+ * A row of a cached page's statement: one of its posts (`position` null), or the position row,
+ * with how many of the ids asked for it found (`found`).
+ */
 type PageRow =
   | (PostRow & { readonly position: null })
-  | { readonly id: null; readonly position: string | null };
+  | { readonly id: null; readonly position: string | null; readonly found: number | string };
+
+/** The values of a cached page's statement. */
+interface PageValues {
+  readonly ids: readonly number[];
+  readonly xmin: string;
+  /** The most bytes of text the page answers, but for its first post. */
+  readonly bytes: number;
+}
+
+/** A page answered from a term's stored matches: its posts, and where it continues when they ran out of bytes. */
+export interface StoredPage {
+  readonly rows: PostRow[];
+  readonly resumeBelow?: number;
+}
 
 /** What a {@link SearchResults} has done since it was made, and holds now. */
 export interface SearchResultsStats {
@@ -90,7 +107,7 @@ export interface Taken {
 export class SearchResults {
   readonly #entries: LRUCache<string, Entry>;
   readonly #position: PreparedStatement<Record<string, never>, Omit<Taken, "generation">>;
-  readonly #page: PreparedStatement<{ ids: readonly number[]; xmin: string }, PageRow>;
+  readonly #page: PreparedStatement<PageValues, PageRow>;
   #generation = 0;
   #hits = 0;
   #stores = 0;
@@ -113,16 +130,25 @@ export class SearchResults {
       sql<Omit<Taken, "generation">>`
         SELECT ${POSITION} AS position, pg_snapshot_xmin(pg_current_snapshot())::text AS xmin`.compile(db),
     );
+    // The posts newest first while their text adds up to the bytes, by a running sum of
+    // `octet_length`, which reads only the values' headers (as the walk of a search page does).
     this.#page = prepare(
       db,
-      (p: { ids: readonly number[]; xmin: string }) =>
+      (p: PageValues) =>
         sql<PageRow>`
+          WITH k AS MATERIALIZED (
+            SELECT q.id, q.title, q.content, q.created_at, q.updated_at, q.user_id,
+                   sum(octet_length(q.title) + octet_length(q.content)) OVER w AS upto,
+                   row_number() OVER w AS n
+              FROM posts q WHERE q.id = ANY(${p.ids}::int8[])
+            WINDOW w AS (ORDER BY q.id DESC ROWS UNBOUNDED PRECEDING))
           SELECT p.id, p.title, p.content, p.created_at, p.updated_at, p.user_id AS author_id,
                  (SELECT u.email FROM users u WHERE u.id = p.user_id) AS author_email,
-                 NULL::text AS position
-            FROM posts p WHERE p.id = ANY(${p.ids}::int8[])
+                 NULL::text AS position, NULL::int8 AS found
+            FROM k p WHERE p.upto <= ${p.bytes}::int8 OR p.n = 1
           UNION ALL
-          SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, ${positionSince(p.xmin)}`.compile(db),
+          SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, ${positionSince(p.xmin)},
+                 (SELECT count(*) FROM k)`.compile(db),
       { run },
     );
   }
@@ -159,11 +185,18 @@ export class SearchResults {
 
   /**
    * The posts of the page of `key` below `beforeId` (none: from the newest), at most `limit`,
-   * newest first, when its stored matches cover that cursor and no post has changed since they
-   * were counted: every match below the cursor is then known, so a page shorter than `limit` is
-   * the last. `undefined` otherwise (the term is dropped when out of date).
+   * newest first, as many as fit in `bytes` bytes of text (the first whatever its size), when its
+   * stored matches cover that cursor and no post has changed since they were counted: every
+   * match below the cursor is then known, so a page shorter than `limit` is the last unless it
+   * ran out of bytes, when `resumeBelow` is its last post's id. `undefined` otherwise (the term is
+   * dropped when out of date).
    */
-  async page(key: string, beforeId: number | undefined, limit: number): Promise<PostRow[] | undefined> {
+  async page(
+    key: string,
+    beforeId: number | undefined,
+    limit: number,
+    bytes: number,
+  ): Promise<StoredPage | undefined> {
     const entry = this.#entries.get(key);
     if (entry === undefined) return undefined;
     const below = beforeId ?? Number.MAX_SAFE_INTEGER;
@@ -174,21 +207,29 @@ export class SearchResults {
     }
     const start = firstBelow(entry.ids, below);
     const ids = entry.ids.slice(start, start + limit);
-    const rows = await this.#page({ ids, xmin: entry.xmin });
+    const rows = await this.#page({ ids, xmin: entry.xmin, bytes });
     const posts = new Map<number, PostRow>();
     let position: string | null | undefined;
+    let found = 0;
     for (const row of rows) {
-      if (row.position === null && row.id !== null) posts.set(Number(row.id), row as PostRow);
-      else position = row.position;
+      if (row.id !== null) posts.set(Number(row.id), row as PostRow);
+      else {
+        position = row.position;
+        found = Number(row.found);
+      }
     }
     if (position !== entry.position) {
       this.#drop(key, entry);
       return undefined;
     }
     // The same position, yet a post missing: a standby behind the primary that counted them.
-    if (posts.size < ids.length) return undefined;
+    if (found < ids.length) return undefined;
     this.#hits++;
-    return ids.map((id) => posts.get(id) as PostRow);
+    // The newest ids, as many as fit in the bytes.
+    const fitting = ids.slice(0, posts.size);
+    const page = fitting.map((id) => posts.get(id) as PostRow);
+    if (fitting.length === ids.length) return { rows: page };
+    return { rows: page, resumeBelow: fitting.at(-1) as number };
   }
 
   /** Counts so far, and what is held now. */

@@ -7,6 +7,7 @@ import type { PostRow } from "../../rows/post-row.js";
 import type { Database } from "../../schema/database.js";
 import { containsPattern } from "./read-statements.js";
 import type { SearchResults, Taken } from "./search-results.js";
+import type { WalkBytes } from "./search-walk.js";
 import { type TermMemory, termKey } from "./term-memory.js";
 import { bothVariants, type Variants, variant } from "./variants.js";
 
@@ -18,7 +19,20 @@ interface StepValues {
   readonly pattern: string;
   readonly below: number;
   readonly wanted: number;
+  /** The most bytes of text of the matches the step answers, but for its first `least`. */
+  readonly bytes: number;
+  readonly least: number;
   readonly authorId?: number;
+}
+
+/**
+ * What a step answered: the newest matches below where it started, and, when the bytes it may
+ * answer ran out before them, where the page continues (every match from there up is among
+ * `posts`).
+ */
+export interface Stepped {
+  readonly posts: Post[];
+  readonly resumeBelow?: number;
 }
 
 /**
@@ -63,7 +77,9 @@ export class TrigramStep {
   /**
    * The trigram step (on a server, for a term of three or more characters: `SearchPages` decides): the
    * newest `wanted` matches below `below` from the trigram indexes' bitmap, when there are at most
-   * `budget` of them (all are then known, and a rare term's page is full however old its matches);
+   * `budget` of them (all are then known, and a rare term's page is full however old its matches),
+   * as many of them, newest first, as fit in `bytes.bytes` bytes of text (the first whatever its
+   * size when `bytes.least`), with where the page continues when not all of them fit;
    * `undefined` when there are more, or when the bitmap alone would take longer than `timeMs`
    * (the step's time unless the caller gives more; a term whose trigrams are all common reads their
    * posting lists over the whole table, whatever it matches: PostgreSQL can only be stopped by a
@@ -85,14 +101,17 @@ export class TrigramStep {
     query: SearchPageQuery,
     below: number,
     wanted: number,
+    bytes: WalkBytes,
     timeMs: number = this.#indexStepMs,
-  ): Promise<Post[] | undefined> {
+  ): Promise<Stepped | undefined> {
     const { authorId } = query;
     const step = this.#steps()[variant(authorId)];
     const values = {
       pattern: containsPattern(query.search),
       below,
       wanted,
+      bytes: bytes.bytes,
+      least: bytes.least ? 1 : 0,
       ...(authorId === undefined ? {} : { authorId }),
     };
     const results = this.#results;
@@ -142,7 +161,11 @@ export class TrigramStep {
     if (results !== undefined && taken !== undefined && count.ids !== null) {
       results.store(termKey(query), taken, below, count.ids.map(parseInt8));
     }
-    return posts;
+    // Fewer posts than matches wanted: the next did not fit in the bytes.
+    if (posts.length < Math.min(wanted, Number(count.found))) {
+      return { posts, resumeBelow: posts.at(-1)?.id ?? below };
+    }
+    return { posts };
   }
 
   #steps(): Variants<PreparedStatement<StepValues, StepRow>> {
@@ -158,7 +181,10 @@ export class TrigramStep {
   // and ordered by id alone, and only the page's posts are read whole: every match passes through
   // the count, and carrying its title and content there cost a tenth of the step on ten million
   // posts. The count's row carries every match's id, newest first, for the
-  // term's next pages (`SearchResults`).
+  // term's next pages (`SearchResults`). The page's posts are answered while their text adds up
+  // to the bytes given, by a running sum of `octet_length`, which reads only the values' headers
+  // (as the walk's). The rechecks of the bitmap's candidates read their text whole: what bounds
+  // them is the step's time, not its bytes (a statement can stop only between rows).
   #step(byAuthor: boolean) {
     const db = this.#db;
     return prepare(db, (p: Required<StepValues>) => {
@@ -175,8 +201,13 @@ export class TrigramStep {
         (SELECT p.id, p.title, p.content, p.created_at, p.updated_at, p.user_id AS author_id,
                 (SELECT u.email FROM users u WHERE u.id = p.user_id) AS author_email,
                 NULL::int8 AS found, NULL::int8[] AS ids
-           FROM (SELECT id FROM m ORDER BY id DESC LIMIT ${p.wanted}) c
-           JOIN posts p ON p.id = c.id
+           FROM (SELECT q.id, q.title, q.content, q.created_at, q.updated_at, q.user_id,
+                        sum(octet_length(q.title) + octet_length(q.content)) OVER w AS upto,
+                        row_number() OVER w AS n
+                   FROM (SELECT id FROM m ORDER BY id DESC LIMIT ${p.wanted}) c
+                   JOIN posts q ON q.id = c.id
+                 WINDOW w AS (ORDER BY q.id DESC ROWS UNBOUNDED PRECEDING)) p
+          WHERE p.upto <= ${p.bytes}::int8 OR p.n <= ${p.least}::int8
           ORDER BY p.id DESC)
         UNION ALL
         SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, count(*),

@@ -1,6 +1,9 @@
 import { describe, expect } from "vitest";
+import { decodeCursor } from "../../cursor.js";
 import type { PostRepository, SearchPageQuery } from "../../ports/post-repository.js";
 import type { Post } from "../../post.js";
+import { DEFAULT_SEARCH_BYTES, postTextBytes } from "../../post-repository-rules.js";
+import { listPosts } from "../../use-cases/list-posts.js";
 import type { PostContractContext } from "./post-contract-context.js";
 
 const ids = (posts: readonly Post[]) => posts.map((post) => post.id);
@@ -98,6 +101,64 @@ export function boundedSearchContract({ fixture, spec, newAuthor, newPost }: Pos
       const none = await walk(budgeted, { limit: 3, authorId: author.id, search: "absent" }, 40);
       expect(none.flatMap((page) => page.ids)).toEqual([]);
     });
+
+    spec(
+      "over posts of megabytes, a page of a one-character search reads at most its bytes of text, and following nextCursor reaches every match once, in order, to null",
+      async () => {
+        const bytesOf = fixture().postsWithSearchBytes;
+        const bytes = bytesOf === undefined ? DEFAULT_SEARCH_BYTES : 5 * 1024 * 1024;
+        const posts = bytesOf === undefined ? fixture().posts : bytesOf(bytes);
+        // Five posts of 45% of the bytes each: two fit in a page, a third does not. The third
+        // oldest lacks the term, so that one page holds a post it read and did not keep.
+        const author = await newAuthor();
+        const filler = "ab ".repeat(Math.ceil((0.45 * bytes) / 3));
+        const written: Post[] = [];
+        for (let i = 0; i < 5; i++) {
+          written.push(
+            await newPost(author, {
+              title: `big ${i}`,
+              content: i === 2 ? filler : i % 2 === 0 ? `${filler}Q` : `q${filler}`,
+            }),
+          );
+        }
+        const newestFirst = [...written].reverse();
+        const matching = ids(newestFirst.filter((post) => post.content.toLowerCase().includes("q")));
+
+        const seen: number[] = [];
+        const cursors: (string | null)[] = [];
+        let beforeId: number | undefined;
+        for (let page = 0; page <= written.length; page++) {
+          const listed = await listPosts(
+            { posts },
+            {
+              q: "q",
+              size: "20",
+              userId: author.id,
+              ...(beforeId === undefined ? {} : { cursor: cursors.at(-1) as string }),
+            },
+          );
+          if (!listed.ok) throw new Error(JSON.stringify(listed.error));
+          const { nextCursor } = listed.value;
+          seen.push(...ids(listed.value.posts));
+          cursors.push(nextCursor);
+          // What the page read: the author's posts from where it stopped (or the oldest, at the
+          // end) up to its cursor. Within the bytes, or one post alone (a page always reads one).
+          const stop = nextCursor === null ? 0 : (decodeCursor(nextCursor) as number);
+          const read = newestFirst.filter(
+            (post) => post.id >= stop && (beforeId === undefined || post.id < beforeId),
+          );
+          const readBytes = read.reduce((sum, post) => sum + postTextBytes(post), 0);
+          if (read.length > 1) expect(readBytes).toBeLessThanOrEqual(bytes);
+          expect(read.length).toBeGreaterThan(0);
+          if (nextCursor === null) break;
+          beforeId = decodeCursor(nextCursor);
+        }
+        expect(seen).toEqual(matching);
+        expect(cursors.at(-1)).toBeNull();
+        // Short pages with a cursor after them: the bytes, not the size, ended them.
+        expect(cursors.length).toBeGreaterThan(1);
+      },
+    );
 
     spec("with a bound of a few posts, listPage still fills its pages", async () => {
       const posts = fixture().budgetedPosts ?? fixture().posts;

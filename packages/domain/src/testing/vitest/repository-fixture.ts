@@ -16,6 +16,14 @@ export interface RepositoryFixture {
    */
   readonly budgetedPosts?: PostRepository;
   /**
+   * The same store's posts through a repository whose search pages read at most `bytes` bytes of
+   * text each (title and content in UTF-8, besides their bound in posts), where the
+   * implementation lets it be set, so that the suite sees searches of big posts stop within it
+   * without writing posts of the default's size. Absent: those checks run on `posts`, taken to
+   * read at most `DEFAULT_SEARCH_BYTES`, with posts as big as that asks.
+   */
+  readonly postsWithSearchBytes?: (bytes: number) => PostRepository;
+  /**
    * Releases what opening acquired (a pool, an embedded database). Called once, after the
    * suite's last test; leave it out when the store outlives the suite.
    */
