@@ -34,7 +34,8 @@ export const PostPageSchema = Type.Object(
     nextCursor: Type.Union([Type.String(), Type.Null()], {
       description:
         "Cursor of the next (older) page; null when no older post follows. A search page reads a bounded " +
-        "number of posts, so it may hold fewer than size posts, even none, while this continues the search",
+        "number of posts and bytes of their text, so it may hold fewer than size posts, even none, while " +
+        "this continues the search",
     }),
   },
   { additionalProperties: false },
@@ -50,8 +51,8 @@ export const PostPageQuerySchema = Type.Object({
       maxLength: SEARCH_MAX_CODE_POINTS,
       description:
         "Only posts whose title or content contains this text (ASCII case ignored; %, _ and \\ match themselves). " +
-        "At most 200 code points, no U+0000; empty = no search. Each page reads a bounded number of posts: " +
-        "follow nextCursor until it is null to see every match",
+        "At most 200 code points, no U+0000; empty = no search. Each page reads a bounded number of posts " +
+        "and bytes of their text: follow nextCursor until it is null to see every match",
     }),
   ),
 });

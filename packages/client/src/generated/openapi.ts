@@ -169,7 +169,7 @@ export interface components {
             content: components["schemas"]["Post"][];
             /** @description The page size used */
             size: number;
-            /** @description Cursor of the next (older) page; null when no older post follows. A search page reads a bounded number of posts, so it may hold fewer than size posts, even none, while this continues the search */
+            /** @description Cursor of the next (older) page; null when no older post follows. A search page reads a bounded number of posts and bytes of their text, so it may hold fewer than size posts, even none, while this continues the search */
             nextCursor: string | null;
         };
         NewPost: {
@@ -539,7 +539,7 @@ export interface operations {
                 cursor?: string;
                 /** @description Only this author's posts */
                 userId?: number;
-                /** @description Only posts whose title or content contains this text (ASCII case ignored; %, _ and \ match themselves). At most 200 code points, no U+0000; empty = no search. Each page reads a bounded number of posts: follow nextCursor until it is null to see every match */
+                /** @description Only posts whose title or content contains this text (ASCII case ignored; %, _ and \ match themselves). At most 200 code points, no U+0000; empty = no search. Each page reads a bounded number of posts and bytes of their text: follow nextCursor until it is null to see every match */
                 q?: string;
             };
             header?: {
