@@ -138,8 +138,10 @@ export interface PostRepository {
   /**
    * One page of a search whose work is bounded whatever the text and wherever its matches lie:
    * the matches newest first, up to `limit`, found among a bounded number of the posts below
-   * `beforeId` (by `authorId` when given), so a page may hold fewer than `limit` matches, even
-   * none, while older matches remain; `resumeBelow` then says where the next page starts
+   * `beforeId` (by `authorId` when given) and of bytes of their text (a store may always read
+   * the first whatever its size, so that every page moves on), so a page may hold fewer than
+   * `limit` matches, even none, while older matches remain; `resumeBelow` then says where the
+   * next page starts
    * (see {@link SearchPageRead}). Following it never repeats nor skips a match, and it is absent
    * once no match is left. The bound is the store's (an option of each implementation).
    */

@@ -69,24 +69,27 @@ export function stepBeforeWalk(found: number, read: number, below: number, budge
  * Search pages of bounded work (`PostRepository.searchPage`), in two steps.
  *
  * The walk: a page reads at most `budget` posts below its cursor, newest first, along the primary
- * key (or the author's index with an author), tests each against the pattern and stops at
- * `limit` matches or at the end of its budget; one statement, so one snapshot decides both the
- * matches and where the page stopped. A `LIMIT` inside the subquery the filter reads cannot cost
+ * key (or the author's index with an author), and at most `bytes` bytes of their text (its first
+ * post whatever its size), tests each against the pattern and stops at `limit` matches or at the
+ * end of its budget or its bytes; one statement, so one snapshot decides both the matches and
+ * where the page stopped. Posts of megabytes each would otherwise let a page of a few thousand
+ * of them read gigabytes; the bytes bound what it reads, and so what it answers. A `LIMIT` inside the subquery the filter reads cannot cost
  * more than `budget` rows whatever the planner estimates, and the walk is a generic plan, so
  * these statements are named. Terms in more than one post in a few thousand end here.
  *
  * The trigram step, on a PostgreSQL server, for a term of three or more characters whose walk ran
  * out of budget short of a page: the trigram indexes' bitmap below where the walk stopped, kept
  * only when it holds at most `budget` matches and answers within `indexStepMs` (see
- * `TrigramStep`). A rare term's page is then full, or its last, however old its matches;
- * otherwise the page ends where the walk stopped and the next one walks on.
+ * `TrigramStep`). A rare term's page is then full, or its last, however old its matches, or it
+ * ends at the last match that fits in the bytes the walk left; otherwise the page ends where the
+ * walk stopped and the next one walks on. A walk that ran out of bytes ends its page there.
  *
  * The order, for a page that may take the step: a first walk of a tenth of the budget, which
  * fills the page of any common term; then, for a term that looks rare by what that walk found
  * (`stepBeforeWalk`), the step, and the rest of the walk only when the step gives up; for a
  * denser term the rest of the walk, then the step only when the page is still short. Either
- * way a page reads at most `budget` posts and takes the step at most once, and answers what the
- * walk of the whole budget followed by the step would. A term whose step answered a page right
+ * way a page reads at most `budget` posts and `bytes` bytes of text, takes the step at most
+ * once, and answers what the walk of the whole budget followed by the step would. A term whose step answered a page right
  * after the first walk skips that walk on its pages of the next minute: the step alone answers
  * them, given `RARE_STEP_PATIENCE` times the step's time, and the term goes back to the walk on
  * the first page whose step gives up. Elsewhere

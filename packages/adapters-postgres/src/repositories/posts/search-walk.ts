@@ -20,21 +20,25 @@ interface SearchValues {
 }
 
 /**
- * A row of a search page statement: a match (`scanned` null), or the one row that says, when the
- * page is short of its limit, how many posts the walk read (`scanned`), how many bytes of text
- * (`bytes`), the oldest of them (`id`, null when it read none), and how many posts below the
- * cursor it looked at within its budget of posts (`within`).
+ * A row of a search page statement: a match (`matched`, with its text), or one that says where the
+ * walk stopped, without its text: the first post it did not read for its bytes (`reads` false),
+ * or the last post of its budget, read. `n` is the post's place in the walk from 1, `upto` the
+ * bytes of text up to and including it, `size` its own, `previous` the id of the post before it.
  */
-type SearchRow = { readonly scanned: null } & PostRow;
-type ScanRow = {
-  readonly scanned: number | string;
-  readonly id: number | string | null;
-  readonly bytes: number | string | null;
-  readonly within: number | string;
+type WalkRow = Omit<PostRow, "title" | "content" | "author_email"> & {
+  readonly title: string | null;
+  readonly content: string | null;
+  readonly author_email: string | null;
+  readonly matched: boolean;
+  readonly reads: boolean;
+  readonly n: number | string;
+  readonly upto: number | string;
+  readonly size: number | string;
+  readonly previous: number | string | null;
 };
 
 /** The statements of one page size and budget, by `beforeId`, then `authorId`. */
-type SizeStatements = Variants<Variants<PreparedStatement<SearchValues, SearchRow | ScanRow>>>;
+type SizeStatements = Variants<Variants<PreparedStatement<SearchValues, WalkRow>>>;
 
 /** What one walk found: its matches, and the oldest post it read while older ones remain unread. */
 export interface Walked {
@@ -94,24 +98,24 @@ export class SearchWalk {
       ...(authorId === undefined ? {} : { authorId }),
     });
     const posts: Post[] = [];
-    let scan: ScanRow | undefined;
+    let stop: WalkRow | undefined;
+    let end: WalkRow | undefined;
     for (const row of rows) {
-      if (row.scanned === null) posts.push(this.#post(row as SearchRow));
-      else scan = row as ScanRow;
+      // A match past the limit comes only as the row that looks one further: not on the page.
+      if (row.matched && posts.length < limit) posts.push(this.#post(row as PostRow));
+      if (!row.reads) stop = row;
+      else if (Number(row.n) === budget) end = row;
     }
-    if (posts.length >= limit || scan === undefined) return { posts, bytes: 0, outOfBytes: false };
-    const read = Number(scan.scanned);
-    const within = Number(scan.within);
-    const readBytes = Number(scan.bytes ?? 0);
-    if (read < within) {
-      // Older posts remain within the budget of posts: the next one was past the bytes.
-      const stoppedAt = scan.id === null ? beforeId : parseInt8(scan.id);
+    if (posts.length >= limit) return { posts, bytes: 0, outOfBytes: false };
+    if (stop !== undefined) {
+      // Older posts remain: the next one was past the bytes. The walk stopped at the one before.
+      const stoppedAt = stop.previous === null ? beforeId : parseInt8(stop.previous);
       if (stoppedAt === undefined) throw new Error("a walk from the newest post read none of them");
-      return { posts, stoppedAt, bytes: readBytes, outOfBytes: true };
+      return { posts, stoppedAt, bytes: Number(stop.upto) - Number(stop.size), outOfBytes: true };
     }
-    // Fewer posts read than the budget: the walk reached the oldest post there is.
-    if (scan.id === null || read < budget) return { posts, bytes: readBytes, outOfBytes: false };
-    return { posts, stoppedAt: parseInt8(scan.id), bytes: readBytes, outOfBytes: false };
+    // Fewer posts than the budget: the walk reached the oldest post there is.
+    if (end === undefined) return { posts, bytes: 0, outOfBytes: false };
+    return { posts, stoppedAt: parseInt8(end.id), bytes: Number(end.upto), outOfBytes: false };
   }
 
   #statements(budget: number, limit: number): SizeStatements {
@@ -138,16 +142,18 @@ export class SearchWalk {
   // bound: a comparison prices the same whatever the value.
   //
   // The bytes a post takes are `octet_length` of its title and content, which reads the size
-  // from the value's header (a TOASTed value is not fetched nor decompressed for it), so a
+  // from the value's header (a TOASTed value is neither fetched nor decompressed for it), so a
   // running sum decides which posts the walk reads before the match reads their text. The
   // window's frame ends at the current row, so the window passes each post on as it comes and
-  // the `LIMIT` of the matches still stops the index walk at the page's last match. Past the
-  // bytes, the rest of the budget's posts are looked at (a heap visit and a header each) but not
-  // matched: a window cannot stop its input. The row that says where the walk stopped is
-  // computed only when the page is short: a full page continues after its last post.
+  // the `LIMIT` still stops the index walk at the page's last match (and the next row). Where the
+  // walk stopped comes in the same pass, as one more row without text: the first post past the
+  // bytes, or the budget's last post; a second pass over the budget's posts for it cost a short
+  // page of small posts half as much again. Past the bytes, the rest of the budget's posts are
+  // looked at (a heap visit and a header each) but not matched: a window cannot stop its input.
+  // `OFFSET 0` keeps the match a column computed once, and the `ORDER BY`s keep the window's
+  // order known above it, so that no sort waits for the whole budget.
   #statement(budget: number, limit: number, before: boolean, byAuthor: boolean) {
     const db = this.#db;
-    const posts = sql.lit(budget);
     return prepare(
       db,
       (p: Required<SearchValues>) => {
@@ -155,34 +161,33 @@ export class SearchWalk {
         if (before) conditions.push(sql`id < ${p.beforeId}`);
         if (byAuthor) conditions.push(sql`user_id = ${p.authorId}`);
         const where = conditions.length === 0 ? sql`` : sql`WHERE ${sql.join(conditions, sql` AND `)}`;
-        // The posts the page may read, the newest `budget` below the cursor, each with the bytes
-        // of text up to and including it (`upto`), and whether the walk reads it (`reads`).
-        const read = (columns: RawBuilder<unknown>) => sql`
-          SELECT ${columns}, upto, upto <= ${p.bytes}::int8 OR n <= ${p.least}::int8 AS reads
-            FROM (SELECT ${columns},
-                         sum(octet_length(title) + octet_length(content)) OVER w AS upto,
-                         row_number() OVER w AS n
-                    FROM (SELECT id, title, content, created_at, updated_at, user_id
-                            FROM posts ${where} ORDER BY id DESC LIMIT ${posts}) b
-                  WINDOW w AS (ORDER BY id DESC ROWS UNBOUNDED PRECEDING)) a`;
-        return sql<SearchRow | ScanRow>`
-          WITH m AS MATERIALIZED (
-            SELECT r.id, r.title, r.content, r.created_at, r.updated_at, r.user_id AS author_id,
-                   (SELECT u.email FROM users u WHERE u.id = r.user_id) AS author_email,
-                   NULL::int8 AS scanned, NULL::int8 AS bytes, NULL::int8 AS within
-              FROM (${read(sql`id, title, content, created_at, updated_at, user_id`)}) r
-             WHERE CASE WHEN r.reads
-                        THEN r.title COLLATE "C" ILIKE ${p.pattern} ESCAPE '\\'
-                          OR r.content COLLATE "C" ILIKE ${p.pattern} ESCAPE '\\'
-                        ELSE false END
-             ORDER BY r.id DESC
-             LIMIT ${sql.lit(limit)})
-          SELECT * FROM m
-          UNION ALL
-          SELECT min(s.id) FILTER (WHERE s.reads), NULL, NULL, NULL, NULL, NULL, NULL,
-                 count(*) FILTER (WHERE s.reads), max(s.upto) FILTER (WHERE s.reads), count(*)
-            FROM (${read(sql`id`)}) s
-           WHERE (SELECT count(*) FROM m) < ${sql.lit(limit)}`.compile(db);
+        const reads = sql`(a.upto <= ${p.bytes}::int8 OR a.n <= ${p.least}::int8)`;
+        return sql<WalkRow>`
+          SELECT r.id, CASE WHEN r.matched THEN r.title END AS title,
+                 CASE WHEN r.matched THEN r.content END AS content,
+                 r.created_at, r.updated_at, r.user_id AS author_id,
+                 CASE WHEN r.matched THEN (SELECT u.email FROM users u WHERE u.id = r.user_id) END AS author_email,
+                 r.matched, r.reads, r.n, r.upto, r.size, r.previous
+            FROM (SELECT a.*, ${reads} AS reads,
+                         CASE WHEN ${reads}
+                              THEN a.title COLLATE "C" ILIKE ${p.pattern} ESCAPE '\\'
+                                OR a.content COLLATE "C" ILIKE ${p.pattern} ESCAPE '\\'
+                              ELSE false END AS matched
+                    FROM (SELECT id, title, content, created_at, updated_at, user_id,
+                                 octet_length(title) + octet_length(content) AS size,
+                                 sum(octet_length(title) + octet_length(content)) OVER w AS upto,
+                                 row_number() OVER w AS n,
+                                 lag(id) OVER w AS previous
+                            FROM (SELECT id, title, content, created_at, updated_at, user_id
+                                    FROM posts ${where} ORDER BY id DESC LIMIT ${sql.lit(budget)}) b
+                          WINDOW w AS (ORDER BY id DESC ROWS UNBOUNDED PRECEDING)
+                          ORDER BY id DESC) a
+                   ORDER BY a.id DESC OFFSET 0) r
+           WHERE r.matched
+              OR (NOT r.reads AND (r.upto - r.size <= ${p.bytes}::int8 OR r.n - 1 <= ${p.least}::int8))
+              OR (r.reads AND r.n = ${sql.lit(budget)})
+           ORDER BY r.id DESC
+           LIMIT ${sql.lit(limit + 1)}`.compile(db);
       },
       { run: this.#run },
     );
