@@ -101,8 +101,7 @@ export class SearchWalk {
     let stop: WalkRow | undefined;
     let end: WalkRow | undefined;
     for (const row of rows) {
-      // A match past the limit comes only as the row that looks one further: not on the page.
-      if (row.matched && posts.length < limit) posts.push(this.#post(row as PostRow));
+      if (row.matched) posts.push(this.#post(row as PostRow));
       if (!row.reads) stop = row;
       else if (Number(row.n) === budget) end = row;
     }
@@ -145,10 +144,11 @@ export class SearchWalk {
   // from the value's header (a TOASTed value is neither fetched nor decompressed for it), so a
   // running sum decides which posts the walk reads before the match reads their text. The
   // window's frame ends at the current row, so the window passes each post on as it comes and
-  // the `LIMIT` still stops the index walk at the page's last match (and the next row). Where the
-  // walk stopped comes in the same pass, as one more row without text: the first post past the
-  // bytes, or the budget's last post; a second pass over the budget's posts for it cost a short
-  // page of small posts half as much again. Past the bytes, the rest of the budget's posts are
+  // the `LIMIT` still stops the index walk at the page's last match. Where the walk stopped comes
+  // in the same pass, as one more row without text: the first post past the bytes, or the
+  // budget's last post; a second pass over the budget's posts for it cost a short page of small
+  // posts half as much again. No match follows either, so the `LIMIT` never cuts it from a short
+  // page, and a full page needs it not. Past the bytes, the rest of the budget's posts are
   // looked at (a heap visit and a header each) but not matched: a window cannot stop its input.
   // `OFFSET 0` keeps the match a column computed once, and the `ORDER BY`s keep the window's
   // order known above it, so that no sort waits for the whole budget.
@@ -187,7 +187,7 @@ export class SearchWalk {
               OR (NOT r.reads AND (r.upto - r.size <= ${p.bytes}::int8 OR r.n - 1 <= ${p.least}::int8))
               OR (r.reads AND r.n = ${sql.lit(budget)})
            ORDER BY r.id DESC
-           LIMIT ${sql.lit(limit + 1)}`.compile(db);
+           LIMIT ${sql.lit(limit)}`.compile(db);
       },
       { run: this.#run },
     );

@@ -181,14 +181,14 @@ describeNeeding(postgres, "search pages on a PostgreSQL server", () => {
           .map(byG);
 
       // A term in every post: the first walk fills the page, no step. A page the walk fills
-      // reads up to one match past its last (the row that looks one further) and the next post
-      // (which the running sum of the text's bytes reads ahead), not up to its budget.
+      // reads up to its last match and the next post (which the running sum of the text's bytes
+      // reads ahead), not up to its budget.
       expect(await observe({ limit: 21, search: "post" })).toEqual({
         ids: newestOf(21, () => true),
         resumeBelow: undefined,
         walks: 1,
         steps: 0,
-        postsRead: 22 + 1,
+        postsRead: 21 + 1,
       });
       // A rare term: the step fills the page after the first walk, without the rest of it.
       expect(await observe({ limit: 21, search: "very old" })).toEqual({
@@ -221,13 +221,13 @@ describeNeeding(postgres, "search pages on a PostgreSQL server", () => {
       expect(byAuthor.walks).toBe(1);
       expect(byAuthor.ids).toContain(byG(1));
       // A term in one post in ten: too many matches for the step, and the rest of the walk fills
-      // the page, reading up to its twelfth match, 111 posts on (and the next).
+      // the page, reading up to its eleventh match, 101 posts on (and the next).
       expect(await observe({ limit: 21, search: "tenth" })).toEqual({
         ids: newestOf(21, (g) => g % 10 === 0),
         resumeBelow: undefined,
         walks: 2,
         steps: 0,
-        postsRead: FIRST_WALK + 111 + 1,
+        postsRead: FIRST_WALK + 101 + 1,
       });
       // Dense among the newest posts, then rare: the whole walk, then the step for what is below.
       expect(await observe({ limit: 60, search: "fresh" })).toEqual({
@@ -291,20 +291,20 @@ describeNeeding(postgres, "search pages on a PostgreSQL server", () => {
         });
         await setGrown(ids.slice(-(BUDGET + 10)));
         const newest3 = [byG(POSTS), byG(POSTS - 1), byG(POSTS - 2)];
-        // Each walk may read its budget; the three newest posts fill its page (and it reads two more).
+        // Each walk may read its budget; the three newest posts fill its page (and it reads the next).
         expect(await observe({ limit: 3, search: "grown" }, growing)).toEqual({
           ids: newest3,
           resumeBelow: undefined,
           walks: 1,
           steps: 1,
-          postsRead: 3 + 2,
+          postsRead: 3 + 1,
         });
         expect(await observe({ limit: 3, search: "grown" }, growing)).toEqual({
           ids: newest3,
           resumeBelow: undefined,
           walks: 1,
           steps: 0,
-          postsRead: 3 + 2,
+          postsRead: 3 + 1,
         });
       } finally {
         await observed?.pool.query(
