@@ -51,6 +51,8 @@ describeOnEachEngine("the repository contracts on %s", (engine) => {
         posts: new PostgresPostRepository(db, { currentPosts }),
         users: new PostgresUserRepository(db, { currentPosts }),
         budgetedPosts: new PostgresPostRepository(db, { currentPosts, searchBudget: 3 }),
+        postsWithSearchBytes: (bytes: number) =>
+          new PostgresPostRepository(db, { currentPosts, searchBytes: bytes }),
       };
     });
   }
