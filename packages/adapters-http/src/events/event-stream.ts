@@ -15,6 +15,14 @@ export const DEFAULT_STALL_MS = 30_000;
 export const STREAM_BATCH_BYTES = 256 * 1024;
 const STREAM_BATCH_EVENTS = 500;
 
+/** A batch of old events read for the replays at one position, with the turn it holds. */
+interface HeldBatch {
+  readonly messages: Promise<readonly FeedMessage[]>;
+  /** Streams writing it or waiting for it; the turn is released when none is left. */
+  holders: number;
+  readonly release: () => void;
+}
+
 /** Options of {@link EventStreams}. */
 export interface EventStreamsOptions {
   /** How often each stream gets a comment line; at most 15 000. */
@@ -47,8 +55,9 @@ export interface EventStreamStats {
  * Last-Event-ID). A stream at the end of the feed takes its batches from the hub, which reads and
  * renders each new event once for every follower, and writes the hub's own bytes (never a copy);
  * a stream behind the hub's tail (a replay) reads the log itself during one of the
- * {@link FeedReaders}' turns, which it holds until its client has taken the batch: replays share a
- * bounded number of reads and of batches in memory, and never hold up the followers.
+ * {@link FeedReaders}' turns, which the batch holds until every client given it has taken it:
+ * replays at one position share the read, the turn and the bytes, replays share a bounded number
+ * of reads and of batches in memory, and they never hold up the followers.
  *
  * Written by hand on the raw response rather than through an SSE plugin: the format is three
  * lines per event, and what matters here is what a plugin does not do for us (sharing the hub's
@@ -58,6 +67,8 @@ export class EventStreams {
   readonly #streams = new Set<ServerResponse>();
   readonly #timer: NodeJS.Timeout;
   readonly #stallMs: number;
+  // The batches replays hold, by the position they follow.
+  readonly #held = new Map<number, HeldBatch>();
   #stalled = 0;
   #closed = false;
 
@@ -145,21 +156,43 @@ export class EventStreams {
     this.#streams.clear();
   }
 
-  // One batch read from the log, during a turn held until the client has taken it.
+  // One batch read from the log during a turn, which the batch holds until every stream given it
+  // has had it taken by its client. Replays at the same position share the batch and its turn:
+  // two hundred streams resumed from 0 hold each batch once, and write it at once, rather than one
+  // turn each in line; a stream that needs a batch nobody holds waits for a free turn, so that
+  // the batches held at once are at most the turns, however far apart the streams are.
   async #replay(
     response: ServerResponse,
     position: number,
     feed: { readonly hub: ChangeFeedHub; readonly readers: FeedReaders },
     signal: AbortSignal,
   ): Promise<number> {
-    const release = await feed.readers.take(signal);
-    if (release === undefined) return position;
-    let messages: readonly FeedMessage[];
+    let batch = this.#held.get(position);
+    if (batch === undefined) {
+      const release = await feed.readers.take(signal);
+      if (release === undefined) return position;
+      // Another stream may have taken a turn for the same batch while this one waited.
+      batch = this.#held.get(position);
+      if (batch !== undefined) release();
+      else {
+        batch = {
+          messages: feed.hub.readLog(position, STREAM_BATCH_EVENTS, STREAM_BATCH_BYTES),
+          holders: 0,
+          release,
+        };
+        this.#held.set(position, batch);
+      }
+    }
+    batch.holders++;
     try {
-      messages = await feed.hub.readLog(position, STREAM_BATCH_EVENTS, STREAM_BATCH_BYTES);
+      const messages = await batch.messages;
       if (messages.length > 0) return await this.#send(response, position, messages);
     } finally {
-      release();
+      batch.holders--;
+      if (batch.holders === 0) {
+        if (this.#held.get(position) === batch) this.#held.delete(position);
+        batch.release();
+      }
     }
     // Nothing after `position` in the log (a standby behind what the hub heard of): wait for news.
     await feed.hub.waitAfter(position, signal);

@@ -12,8 +12,9 @@ export interface FeedReaderStats {
  * The turns at reading old events of the change feed, shared by every replaying stream and every
  * JSON page of one app: at most `size` of them read the log and hold what they read at once, and
  * the others wait in line, in the order they asked, at the cost of a promise each (no query, no
- * memory of events). A turn lasts from the read until the client has taken what it read, so the
- * events held in memory for old reads are at most `size` batches, however many clients replay.
+ * memory of events). A turn lasts from the read until the clients given what it read have taken
+ * it (replays at one position share one read and one turn), so the events held in memory for old
+ * reads are at most `size` batches, however many clients replay.
  */
 export class FeedReaders {
   readonly #size: number;
