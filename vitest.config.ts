@@ -3,14 +3,15 @@ import { configDefaults, defineConfig, defineProject } from "vitest/config";
 
 /**
  * The app's tests that need the machine to themselves: those that start several instances of the
- * service at once, and those that hold one process to a latency bound (a stall of 250 ms is what
- * they catch, and a saturated machine makes one of its own).
+ * service at once, and those that hold one process to a latency bound (a stall of 250 ms, or
+ * /health's p99 under the storm, is what they catch, and a saturated machine makes one of its own).
  */
 const ALONE = [
   "test/multi-instance/**/*.test.ts",
   "test/events/change-feed-cluster.test.ts",
   "test/chaos/**/*.test.ts",
   "test/reliability/embedded-large-post-stall.test.ts",
+  "test/reliability/storm.test.ts",
 ];
 
 /** Tests run on the TypeScript sources through the packages' `@posts/source` export condition. */

@@ -1,0 +1,91 @@
+import { openTestDatabase, postgresForTests, type TestDatabase } from "@posts/adapters-postgres/testing";
+import { describeNeeding } from "@posts/domain/testing/vitest";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { type ListeningService, startService, TEST_JWT_SECRET } from "../support/service-process.js";
+import { describeStorm, percentile, plantPosts, processMemory, runStorm } from "./storm/storm.js";
+
+// The load docs/change-events.md#bounds promises to bear.
+const POSTS = 50;
+const POST_BYTES = 10 * 1000 * 1000;
+const STREAMS = 200;
+const PAGES = 50;
+const SEARCHES = 20;
+const RSS_BOUND = 512 * 1024 * 1024;
+const HEALTH_P99_MS = 100;
+// Ten streams from each of twenty loopback addresses: below the default cap per address (20),
+// so that the storm runs with the service's defaults and every stream must be served.
+const ADDRESSES = Array.from({ length: 20 }, (_, i) => `127.0.0.${i + 2}`);
+
+describeNeeding(
+  await postgresForTests(),
+  "the storm: the whole process within its memory bound, as a real process",
+  () => {
+    let database: TestDatabase;
+    let planter: ListeningService | undefined;
+    let service: ListeningService | undefined;
+
+    beforeAll(async () => {
+      database = await openTestDatabase("postgres", { migrate: false });
+    });
+    afterAll(async () => {
+      await planter?.stop();
+      await service?.stop();
+      await database?.close();
+    });
+
+    it(`keeps RSS under 512 MiB and /health's p99 under ${HEALTH_P99_MS} ms, and gives every stream every event in order`, async () => {
+      const env = { DATABASE_URL: database.connectionString ?? "", JWT_SECRET: TEST_JWT_SECRET };
+      // The posts are planted through the API by a process of their own, so that the peak RSS
+      // measured is the storm's alone. Its statements may take longer than the default 5 s: each
+      // post's trigram indexing takes seconds on shared cores, and planting is not what is measured.
+      planter = await startService({ ...env, DB_STATEMENT_TIMEOUT_MS: "60000" });
+      const plantStarted = performance.now();
+      const lastId = await plantPosts(planter.url, { count: POSTS, bytes: POST_BYTES, concurrency: 2 });
+      console.log(
+        `planted ${POSTS} posts of ${POST_BYTES} bytes in ${Math.round(performance.now() - plantStarted)} ms`,
+      );
+      expect(lastId).toBe(POSTS);
+      await planter.stop();
+
+      // The service under the storm runs with every default.
+      service = await startService(env);
+      const pid = service.child.pid as number;
+
+      const outcome = await runStorm(
+        service.url,
+        {
+          streams: STREAMS,
+          addresses: ADDRESSES,
+          pages: PAGES,
+          searches: SEARCHES,
+          repeatRequests: true,
+          lastId,
+          streamTimeoutMs: 180_000,
+          probeEveryMs: 20,
+        },
+        pid,
+      );
+      const figures = describeStorm(outcome);
+      console.log(figures);
+
+      // Alive after it all, and still answering.
+      expect(service.child.exitCode, figures).toBeNull();
+      expect((await fetch(`${service.url}/health`)).status).toBe(200);
+      expect(processMemory(pid).peak, figures).toBeLessThan(RSS_BOUND);
+      expect(outcome.memory?.peakRss, figures).toBeLessThan(RSS_BOUND);
+      expect(outcome.healthFailed, figures).toEqual([]);
+      expect(percentile(outcome.healthMs, 0.99), figures).toBeLessThan(HEALTH_P99_MS);
+      // Every stream served (none past a cap), each every event once and in order, to the end.
+      expect(outcome.streams).toHaveLength(STREAMS);
+      for (const stream of outcome.streams) {
+        expect(stream, figures).toMatchObject({ status: 200, problem: undefined, events: lastId, lastId });
+      }
+      // JSON pages and searches are capped by nothing: every one answered 200, none refused nor failed.
+      expect(outcome.requests.length).toBeGreaterThanOrEqual(PAGES + SEARCHES);
+      expect(
+        outcome.requests.filter((request) => request.status !== 200),
+        figures,
+      ).toEqual([]);
+    }, 300_000);
+  },
+);
