@@ -1,6 +1,6 @@
 import type { ChangeEventLog, PostChangeEvent } from "@posts/domain";
 import type { CloudEventRenderer } from "./cloud-event.js";
-import { type FeedMessage, feedMessage } from "./feed-message.js";
+import { type FeedMessage, feedMessageInSlices } from "./feed-message.js";
 import { waitUntil } from "./wait-until.js";
 
 /** Options of {@link ChangeFeedHub}. */
@@ -128,9 +128,11 @@ export class ChangeFeedHub {
       this.#batches.set(key, shared);
       return shared.messages;
     }
-    const messages = this.#options.log
-      .readAfter(after, limit, maxBytes)
-      .then((events) => events.map((event) => feedMessage(event, this.#options.render)));
+    const messages = this.#options.log.readAfter(after, limit, maxBytes).then(async (events) => {
+      const messages: FeedMessage[] = [];
+      for (const event of events) messages.push(await feedMessageInSlices(event, this.#options.render));
+      return messages;
+    });
     const entry: SharedBatch = { messages, bytes: 0 };
     this.#batches.set(key, entry);
     messages.then(
@@ -202,7 +204,9 @@ export class ChangeFeedHub {
           this.#tail = [];
           this.#tailBytes = 0;
         }
-        for (const event of events) this.#append(feedMessage(event, this.#options.render));
+        const messages: FeedMessage[] = [];
+        for (const event of events) messages.push(await feedMessageInSlices(event, this.#options.render));
+        for (const message of messages) this.#append(message);
         this.#readTo = (events.at(-1) as PostChangeEvent).number;
         if (this.#readTo > this.#known) this.#known = this.#readTo;
         this.#wakeBelow(this.#readTo);

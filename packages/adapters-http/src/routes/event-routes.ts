@@ -7,6 +7,7 @@ import { ChangeFeedHub } from "../events/change-feed-hub.js";
 import type { CloudEventRenderer } from "../events/cloud-event.js";
 import type { EventFeedStats } from "../events/event-feed-stats.js";
 import { DEFAULT_STALL_MS, EventStreams, MAX_HEARTBEAT_MS } from "../events/event-stream.js";
+import { encodeInSlices } from "../events/feed-message.js";
 import { FeedReaders } from "../events/feed-readers.js";
 import { type StreamCapSettings, StreamCaps } from "../events/stream-caps.js";
 import { acceptsEventStream } from "../http/event-stream-negotiation.js";
@@ -116,17 +117,21 @@ const plugin: FastifyPluginCallback<EventRoutesOptions> = (app, options, done) =
     const oldest = events[0]?.number;
     if (oldest !== undefined && oldest !== from + 1) return { oldest };
     // The log bounds the text of the posts; the page stops at its rendered bytes, which are more.
-    let list = "";
+    // The events are encoded one by one, a large content a slice at a time, and the page is one
+    // copy of their bytes: never the whole page as text as well.
+    const parts: Buffer[] = [];
     let bytes = 0;
     let next = from;
     for (const event of events) {
       if (bytes >= PAGE_MAX_BYTES) break;
-      const json = options.render(event);
-      list += list === "" ? json : `,${json}`;
-      bytes += Buffer.byteLength(json);
+      const opening = parts.length === 0 ? '{"events":[' : ",";
+      const json = await encodeInSlices(event, options.render, opening, "");
+      parts.push(json);
+      bytes += json.length - opening.length;
       next = event.number;
     }
-    return { body: Buffer.from(`{"events":[${list}],"next":${next}}`) };
+    parts.push(Buffer.from(`${parts.length === 0 ? '{"events":[' : ""}],"next":${next}}`));
+    return { body: Buffer.concat(parts) };
   };
   // The pages being read, by where they start and their limit: the same page asked for while it
   // is read waits for that read instead of reading and rendering the same megabytes again, and
