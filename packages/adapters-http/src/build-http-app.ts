@@ -27,6 +27,7 @@ import { metrics } from "./operations/metrics.js";
 import { openApi } from "./operations/openapi.js";
 import { operationalRoutes } from "./operations/operational-routes.js";
 import { eventRoutes } from "./routes/event-routes.js";
+import { largePosts } from "./routes/large-posts.js";
 import { postEntityTags } from "./routes/post-entity-tags.js";
 import { postRoutes } from "./routes/post-routes.js";
 import { postSerializer } from "./routes/post-serializer.js";
@@ -141,6 +142,8 @@ export async function buildHttpApp(options: HttpAppOptions): Promise<FastifyInst
   await app.register(openApi);
   // Set by the event routes, registered after the metrics that read it.
   let eventFeedStats: (() => EventFeedStats) | undefined;
+  const serializer = postSerializer(format, options.postCache, jsonThread);
+  const reads = largePosts(options.deps, serializer, options.largePosts);
   if (options.metrics !== false) {
     const postCache = options.postCache;
     await app.register(metrics, {
@@ -153,6 +156,7 @@ export async function buildHttpApp(options: HttpAppOptions): Promise<FastifyInst
       standbyStats: options.standbyStats,
       primaryStats: options.primaryStats,
       writesRefused: () => writesRefused,
+      largePostStats: () => reads.stats(),
     });
   }
 
@@ -162,7 +166,9 @@ export async function buildHttpApp(options: HttpAppOptions): Promise<FastifyInst
     sendEnvelope,
     guards: routeGuards(sendEnvelope),
     entityTags: postEntityTags(options.timeZone),
-    serializer: postSerializer(format, options.postCache, jsonThread),
+    serializer,
+    largePosts: reads,
+    retryAfterSeconds,
   };
   await app.register(operationalRoutes, { sendEnvelope, checkReady: options.checkReady, retryAfterSeconds });
   if (options.changeEvents !== undefined) {

@@ -1,7 +1,8 @@
-import type { AttemptCounter, ChangeEventLog, Dependencies, Post } from "@posts/domain";
+import type { AttemptCounter, ChangeEventLog, Dependencies, ReadPost } from "@posts/domain";
 import type { FastifyServerOptions } from "fastify";
 import type { ThrottleSettings } from "./auth/failure-throttle.js";
 import type { StreamCapSettings } from "./events/stream-caps.js";
+import type { LargePostSettings } from "./routes/large-posts.js";
 
 /**
  * Socket timeouts, in milliseconds. The three bounds are required: the service reads them from
@@ -103,7 +104,7 @@ export interface PostCacheAccess {
    * Whether `post` is the object the cache holds for its id, which the repository answers again
    * for as long as that version is current: its JSON is then worth keeping beside it.
    */
-  holds(post: Post): boolean;
+  holds(post: ReadPost): boolean;
   /** Counts and sizes, read at each scrape of /metrics. */
   stats(): PostCacheStats;
 }
@@ -168,6 +169,11 @@ export interface HttpAppOptions {
    * serves the `post_cache_*` metrics. Absent: every answer is serialized afresh.
    */
   readonly postCache?: PostCacheAccess;
+  /**
+   * The budget within which posts too large to read beside others (the repository's outlines)
+   * are read and sent, and how long a request waits for room before 503. Default: 32 MiB, 10 s.
+   */
+  readonly largePosts?: LargePostSettings;
   /** Socket timeouts; see {@link HttpTimeouts}. */
   readonly timeouts: HttpTimeouts;
   /** Retry-After, in seconds, of 503 answers. Default 5. */

@@ -192,7 +192,7 @@ describeNeeding(await postgresForTests(), "the wire form of a post, the same byt
           const one = new Map<number, string>();
           for (const post of stored) {
             const body = await getOne(app, post.id);
-            expect(body, `post ${post.id} (${mode})`).toBe(expectedJson(post, timeZone));
+            expect(body, `post ${post.id} (${mode})`).toBe(expectedJson(post as Post, timeZone));
             one.set(post.id, body);
           }
 

@@ -25,8 +25,8 @@ export type {
 export type { IssuedToken, TokenClaims, TokenIssuer } from "./ports/token-issuer.js";
 export { claimsFor, DEFAULT_TOKEN_LIFETIME_MS } from "./ports/token-issuer.js";
 export type { UserRepository } from "./ports/user-repository.js";
-export type { Author, NewPost, Post, PostChanges } from "./post.js";
-export { nextUpdatedAt } from "./post.js";
+export type { Author, NewPost, Post, PostChanges, PostOutline, ReadPost } from "./post.js";
+export { isWhole, nextUpdatedAt } from "./post.js";
 export type { PostChangeEvent, PostChangeType } from "./post-change-event.js";
 export { changeEventTextBytes, POST_CHANGE_TYPES } from "./post-change-event.js";
 export type { IdempotencyKeyUse } from "./post-repository-rules.js";

@@ -14,6 +14,26 @@ export interface Post {
   readonly author: Author;
 }
 
+/**
+ * A post read without its content, because the content is too large to hold beside other posts
+ * read at once: everything of the post but the content, and the content's size. Whoever answers
+ * with it reads the whole post (`PostRepository.findWhole`) when, and only when, it has room for
+ * it. `content` is absent, which tells it from a {@link Post}.
+ */
+export interface PostOutline extends Omit<Post, "content"> {
+  readonly content?: undefined;
+  /** The content's size in UTF-8 bytes. */
+  readonly contentBytes: number;
+}
+
+/** A post as a read answers it: whole, or, when its content is large, as an outline. */
+export type ReadPost = Post | PostOutline;
+
+/** Whether `post` carries its content (is no {@link PostOutline}). */
+export function isWhole(post: ReadPost): post is Post {
+  return typeof post.content === "string";
+}
+
 /** What a repository needs to store a new post; the id is the repository's to choose. */
 export interface NewPost {
   readonly authorId: number;

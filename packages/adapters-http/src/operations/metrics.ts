@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyPluginCallback, FastifyReply, FastifyReque
 import fp from "fastify-plugin";
 import { Counter, collectDefaultMetrics, Gauge, Registry } from "prom-client";
 import type { EventFeedStats } from "../events/event-feed-stats.js";
+import type { ByteBudgetStats } from "../http/byte-budget.js";
 import type {
   DatabasePoolStats,
   DatabasePrimaryStats,
@@ -41,6 +42,7 @@ export interface MetricsOptions {
   readonly primaryStats?: (() => DatabasePrimaryStats) | undefined;
   /** Writes (POST, PUT, PATCH, DELETE) answered 503 because the database was unavailable, so far. */
   readonly writesRefused?: (() => number) | undefined;
+  readonly largePostStats?: (() => ByteBudgetStats) | undefined;
 }
 
 const plugin: FastifyPluginCallback<MetricsOptions> = (app, options, done) => {
@@ -52,6 +54,7 @@ const plugin: FastifyPluginCallback<MetricsOptions> = (app, options, done) => {
   if (options.standbyStats !== undefined) registerStandbyMetrics(registry, options.standbyStats);
   if (options.eventFeedStats !== undefined) registerEventFeedMetrics(registry, options.eventFeedStats);
   registerFailoverMetrics(registry, options.primaryStats, options.writesRefused);
+  if (options.largePostStats !== undefined) registerLargePostGauges(registry, options.largePostStats);
   const requests = new RequestMetrics();
   for (const metric of requests.metrics()) registry.registerMetric(metric);
 
@@ -201,6 +204,26 @@ function registerPostCacheMetrics(registry: Registry, stats: () => PostCacheStat
   });
 }
 
+/** The budget of large posts' reads (docs/posts.md#large-posts), read when scraped. */
+function registerLargePostGauges(registry: Registry, stats: () => ByteBudgetStats): void {
+  new Gauge({
+    name: "large_post_bytes_held",
+    help: "Bytes of large posts' content being read and written now, within their budget",
+    registers: [registry],
+    collect() {
+      this.set(stats().heldBytes);
+    },
+  });
+  new Gauge({
+    name: "large_post_reads_waiting",
+    help: "Reads of large posts waiting for room in their budget",
+    registers: [registry],
+    collect() {
+      this.set(stats().waiting);
+    },
+  });
+}
+
 /**
  * Prometheus metrics on the app's own registry, served at GET /metrics (of this app when
  * `route`, else of `buildMetricsApp`'s): the process's default
@@ -213,6 +236,7 @@ function registerPostCacheMetrics(registry: Registry, stats: () => PostCacheStat
  * `db_standby_replay_lag_bytes{standby}`, `db_standby_reads_total{standby}`,
  * `db_standby_fallback_reads_total{reason}`, `db_standby_position_queries_total` and
  * `db_standby_reads_without_primary_total`; given `eventFeedStats`, the change feed's (see
- * `registerEventFeedMetrics`).
+ * `registerEventFeedMetrics`); given `largePostStats`, `large_post_bytes_held` and
+ * `large_post_reads_waiting`.
  */
 export const metrics = fp(plugin, { name: "posts-metrics", fastify: "5.x" });

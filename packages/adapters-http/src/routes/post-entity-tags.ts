@@ -19,7 +19,7 @@ export interface PostEntityTags {
    * instance with the same APP_TIME_ZONE, in GET and PATCH answers alike, and another one after
    * every change, since updatedAt moves strictly forward.
    */
-  post(post: Post): EntityTag;
+  post(post: Pick<Post, "id" | "updatedAt">): EntityTag;
   /**
    * The weak tag of a list page. A post's body is fixed by its id and version, so the page's
    * body is fixed by its size, its nextCursor and the id and version of each post it holds: the

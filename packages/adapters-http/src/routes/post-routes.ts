@@ -1,4 +1,4 @@
-import { createPost, deletePost, getPost, listPosts, patchPost } from "@posts/domain";
+import { createPost, deletePost, getPost, isWhole, listPosts, patchPost } from "@posts/domain";
 import type { FastifyPluginCallback, FastifyReply, FastifyRequest } from "fastify";
 import { authenticated, idParam } from "../auth/route-guards.js";
 import { sendDomainError } from "../errors/domain-error-responses.js";
@@ -61,7 +61,12 @@ function idempotencyKey(request: FastifyRequest): string | undefined {
  * is answered 304 before anything is serialized.
  */
 export const postRoutes: FastifyPluginCallback<RouteContext> = (app, ctx, done) => {
-  const { deps, sendEnvelope, guards, entityTags, serializer } = ctx;
+  const { deps, sendEnvelope, guards, entityTags, serializer, largePosts, retryAfterSeconds } = ctx;
+  /** No room in the budget of large posts within the wait: 503 with Retry-After (docs/errors.md#503-and-retry-after). */
+  const busy = (reply: FastifyReply) =>
+    sendEnvelope(reply.header("retry-after", String(retryAfterSeconds)), 503, {
+      message: HTTP_MESSAGES.unavailable,
+    });
   const expectedVersions = (request: FastifyRequest) =>
     entityTags.expectedVersions(parseEntityTagCondition(request.headers["if-match"]), idParam(request));
 
@@ -103,7 +108,15 @@ export const postRoutes: FastifyPluginCallback<RouteContext> = (app, ctx, done) 
       if (typeof query.q === "string" && query.q !== "") next.set("q", query.q);
       reply.header("link", `<${absoluteUrl(request, `${POSTS}?${next}`)}>; rel="next"`);
     }
-    return sendJson(reply, serializer.page(page));
+    const firstOutline = page.posts.find((post) => !isWhole(post));
+    if (firstOutline === undefined || isWhole(firstOutline)) return sendJson(reply, serializer.page(page));
+    // Large posts: room for the first is waited for before anything is sent, so that a busy
+    // instance can still answer 503; the page is then written post by post (large-posts.ts).
+    const first = await largePosts.read(firstOutline);
+    if (first === "busy") return busy(reply);
+    // Deleted since the page was listed: the page as listed can no longer be written; another will.
+    if (first === undefined) return busy(reply);
+    return reply.header("content-type", JSON_TYPE).send(largePosts.pageStream(page, first, reply.raw));
   });
 
   app.get(`${POSTS}/:id`, { schema: GetPostRouteSchema }, async (request, reply) => {
@@ -112,10 +125,21 @@ export const postRoutes: FastifyPluginCallback<RouteContext> = (app, ctx, done) 
     if (!isDigitId(id)) return sendEnvelope(reply, 404, { message: HTTP_MESSAGES.notFound });
     const result = await getPost(deps, id);
     if (!result.ok) return sendDomainError(reply, result.error, sendEnvelope);
-    const tag = entityTags.post(result.value);
-    tagged(reply, tag).header("cache-control", NO_CACHE);
-    if (holdsCurrent(request, tag)) return reply.code(304).send();
-    return sendJson(reply, await serializer.post(result.value));
+    const found = result.value;
+    if (holdsCurrent(request, entityTags.post(found))) {
+      return tagged(reply, entityTags.post(found)).header("cache-control", NO_CACHE).code(304).send();
+    }
+    if (isWhole(found)) {
+      tagged(reply, entityTags.post(found)).header("cache-control", NO_CACHE);
+      return sendJson(reply, await serializer.post(found));
+    }
+    // A large post is read whole only once it fits in the budget, and holds its room until sent.
+    const held = await largePosts.read(found);
+    if (held === "busy") return busy(reply);
+    if (held === undefined) return sendDomainError(reply, { kind: "post-not-found" }, sendEnvelope);
+    // The version read whole, which may be newer than the outline's.
+    tagged(reply, entityTags.post(held.post)).header("cache-control", NO_CACHE);
+    return reply.header("content-type", JSON_TYPE).send(largePosts.postStream(held, reply.raw));
   });
 
   app.patch(

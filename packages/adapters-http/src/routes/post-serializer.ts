@@ -1,4 +1,4 @@
-import type { Post, PostPage } from "@posts/domain";
+import { isWhole, type Post, type PostPage } from "@posts/domain";
 import { JSON_THREAD_MIN_BYTES, type JsonThread } from "../http/json-thread.js";
 import type { TimestampFormatter } from "../http/timestamp-formatter.js";
 import type { PostCacheAccess } from "../http-app-options.js";
@@ -16,8 +16,26 @@ export interface PostSerializer {
    * megabytes.
    */
   post(post: Post): Buffer | Promise<Buffer>;
-  /** A page as `PostPageSchema` describes it: its posts as {@link PostSerializer.post} writes them, its size and nextCursor. */
+  /**
+   * A page as `PostPageSchema` describes it: its posts as {@link PostSerializer.post} writes them,
+   * its size and nextCursor. Every post must be whole (no outline).
+   */
   page(page: PostPage): Buffer;
+  /** What {@link page} writes before the first post: a page written in parts is the same bytes. */
+  pageStart(): Buffer;
+  /**
+   * The `index`th post (from 0) of a page written in parts: the comma that goes before it (none
+   * for the first), then its bytes, as {@link postParts} writes them.
+   */
+  pageItem(post: Post, index: number): Iterable<Buffer>;
+  /**
+   * The bytes of {@link post}, in parts: a post whose content is over {@link CONTENT_PART_CHARACTERS}
+   * characters comes in parts of about that many, each made when the one before was taken, so that
+   * no copy of the whole content is made besides the post's own.
+   */
+  postParts(post: Post): Iterable<Buffer>;
+  /** What {@link page} writes after the last post of `page`. */
+  pageEnd(page: PostPage): Buffer;
 }
 
 /**
@@ -33,7 +51,8 @@ export function postJson(post: Post, format: TimestampFormatter): string {
  * posts' bytes. Given a repository's `cache`, the JSON of each post it holds is kept beside
  * the post for as long as that object lives, and sent again from there: a page of cached posts
  * becomes a copy of bytes. Given a JSON `thread`, a post whose content has
- * `JSON_THREAD_MIN_BYTES` characters or more is written there, off the event loop.
+ * `JSON_THREAD_MIN_BYTES` characters or more is written there, off the event loop (but for
+ * {@link PostSerializer.postParts}, which writes a slice at a time).
  *
  * Why bytes and not text: a page's text is encoded to UTF-8 again at every answer, and one post
  * with a character beyond Latin-1 (a Korean title) makes the whole page a two-byte string,
@@ -49,8 +68,25 @@ export function postSerializer(
     thread === undefined || post.content.length < JSON_THREAD_MIN_BYTES
       ? undefined
       : thread.stringify(toPostJson(post, format)).then((json) => json ?? serialize(post));
+  const inParts = (whole: (post: Post) => Buffer) => {
+    const postParts = (post: Post): Iterable<Buffer> =>
+      post.content.length > CONTENT_PART_CHARACTERS ? contentInParts(post, format) : [whole(post)];
+    return {
+      pageStart: () => PAGE_START,
+      pageEnd,
+      postParts,
+      pageItem: function* (post: Post, index: number) {
+        if (index > 0) yield COMMA_BYTES;
+        yield* postParts(post);
+      },
+    };
+  };
   if (cache === undefined) {
-    return { post: (post) => large(post) ?? serialize(post), page: (page) => pageJson(page, serialize) };
+    return {
+      post: (post) => large(post) ?? serialize(post),
+      page: (page) => pageJson(page, serialize),
+      ...inParts(serialize),
+    };
   }
 
   // Weak, and only for posts the cache holds: the memo never keeps a post alive, so it holds
@@ -66,15 +102,54 @@ export function postSerializer(
     }
     return json;
   };
-  return {
-    post: (post) => {
-      const written = large(post);
-      if (written !== undefined) return written;
-      const json = memoized(post);
-      return typeof json === "string" ? Buffer.from(json, "latin1") : json;
-    },
-    page: (page) => pageJson(page, memoized),
+  const bytes = (post: Post) => {
+    const json = memoized(post);
+    return typeof json === "string" ? Buffer.from(json, "latin1") : json;
   };
+  return {
+    post: (post) => large(post) ?? bytes(post),
+    page: (page) => pageJson(page, memoized),
+    ...inParts(bytes),
+  };
+}
+
+/**
+ * Characters of content in one part of a large post's JSON: 32 Ki, so that each part's text and
+ * bytes (at most 192 KiB even when every character is escaped) are small objects that V8 frees
+ * by its young generation's collections as soon as they are written, rather than large ones that
+ * wait for a full collection while the next posts are read.
+ */
+export const CONTENT_PART_CHARACTERS = 32 * 1024;
+const CONTENT_KEY = ',"content":"';
+
+/**
+ * `post`'s JSON as {@link postJson} writes it, in parts: what comes before the content's text,
+ * the text escaped a slice at a time, and what follows it. JSON escapes each character on its
+ * own, but for the two halves of a surrogate pair, which a cut never separates.
+ */
+function* contentInParts(post: Post, format: TimestampFormatter): Generator<Buffer> {
+  const around = postJson({ ...post, content: "" }, format);
+  // The first `,"content":"` is the property's: a title's quotes are escaped, so no title holds it.
+  const at = around.indexOf(CONTENT_KEY) + CONTENT_KEY.length;
+  yield Buffer.from(around.slice(0, at));
+  const { content } = post;
+  for (let start = 0; start < content.length; ) {
+    let end = Math.min(start + CONTENT_PART_CHARACTERS, content.length);
+    if (end < content.length && isHighSurrogate(content.charCodeAt(end - 1))) end--;
+    yield Buffer.from(JSON.stringify(content.slice(start, end)).slice(1, -1));
+    start = end;
+  }
+  yield Buffer.from(around.slice(at));
+}
+
+function isHighSurrogate(code: number): boolean {
+  return code >= 0xd800 && code <= 0xdbff;
+}
+
+/** What follows a page's last post. */
+function pageEnd(page: PostPage): Buffer {
+  const nextCursor = page.nextCursor === null ? "null" : JSON.stringify(page.nextCursor);
+  return Buffer.from(`],"size":${page.size},"nextCursor":${nextCursor}}`);
 }
 
 /**
@@ -104,19 +179,21 @@ function kept(text: string): KeptJson {
 
 const PAGE_START = Buffer.from('{"content":[');
 const COMMA = 0x2c; // ","
+const COMMA_BYTES = Buffer.from([COMMA]);
 
+/** A page whose posts are all whole, in one buffer. */
 function pageJson(page: PostPage, item: (post: Post) => KeptJson): Buffer {
   const { posts } = page;
   const parts: KeptJson[] = [];
   // An ASCII string's length is its UTF-8 byte count (kept): the page is measured, then written once.
   let length = PAGE_START.length + Math.max(0, posts.length - 1);
   for (const post of posts) {
+    if (!isWhole(post)) throw new TypeError(`post ${post.id} is an outline: write its page in parts`);
     const part = item(post);
     parts.push(part);
     length += part.length;
   }
-  const nextCursor = page.nextCursor === null ? "null" : JSON.stringify(page.nextCursor);
-  const end = Buffer.from(`],"size":${page.size},"nextCursor":${nextCursor}}`);
+  const end = pageEnd(page);
   const json = Buffer.allocUnsafe(length + end.length);
   let at = PAGE_START.copy(json, 0);
   for (let i = 0; i < parts.length; i++) {

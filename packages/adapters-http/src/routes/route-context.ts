@@ -3,6 +3,7 @@ import type { FastifyRequest } from "fastify";
 import type { RouteGuards } from "../auth/route-guards.js";
 import type { SendEnvelope } from "../errors/error-envelope.js";
 import type { TimestampFormatter } from "../http/timestamp-formatter.js";
+import type { LargePosts } from "./large-posts.js";
 import type { PostEntityTags } from "./post-entity-tags.js";
 import type { PostSerializer } from "./post-serializer.js";
 
@@ -15,6 +16,10 @@ export interface RouteContext {
   readonly entityTags: PostEntityTags;
   /** The JSON of every answer that carries a post or a page. */
   readonly serializer: PostSerializer;
+  /** Posts too large to read beside others, read within one budget; pages of them written as streams. */
+  readonly largePosts: LargePosts;
+  /** Retry-After, in seconds, of 503 answers. */
+  readonly retryAfterSeconds: number;
 }
 
 /**

@@ -4,7 +4,7 @@ import Fastify from "fastify";
 import { describe, expect, it } from "vitest";
 import { timestampFormatter } from "../../src/http/timestamp-formatter.js";
 import type { PostCacheAccess } from "../../src/http-app-options.js";
-import { postSerializer, toPostJson } from "../../src/routes/post-serializer.js";
+import { CONTENT_PART_CHARACTERS, postSerializer, toPostJson } from "../../src/routes/post-serializer.js";
 import { PostPageSchema, PostSchema } from "../../src/schemas/post-schemas.js";
 
 const format = timestampFormatter("Asia/Seoul");
@@ -51,7 +51,7 @@ async function schemaSerializer() {
     post: (p: Post) => serialize("/post", toPostJson(p, format)),
     page: (p: PostPage) =>
       serialize("/page", {
-        content: p.posts.map((each) => toPostJson(each, format)),
+        content: p.posts.map((each) => toPostJson(each as Post, format)),
         size: p.size,
         nextCursor: p.nextCursor,
       }),
@@ -62,7 +62,7 @@ async function schemaSerializer() {
 /** A cache that holds exactly the posts it was told about. */
 function cacheHolding(held: Set<Post>): PostCacheAccess {
   return {
-    holds: (p) => held.has(p),
+    holds: (p) => held.has(p as Post),
     stats: () => ({ hits: 0, misses: 0, pagesThroughCache: 0, pagesInFull: 0, posts: held.size, bytes: 0 }),
   };
 }
@@ -81,6 +81,13 @@ describe("postSerializer", () => {
           for (const serializer of [plain, passing, keeping]) {
             expect(serializer.post(p)).toEqual(onePost);
             expect(serializer.page(pg)).toEqual(onePage);
+            // In parts, as a page with large posts is streamed: the same bytes.
+            const parts = [
+              serializer.pageStart(),
+              ...pg.posts.flatMap((each, i) => [...serializer.pageItem(each as Post, i)]),
+              serializer.pageEnd(pg),
+            ];
+            expect(Buffer.concat(parts)).toEqual(onePage);
           }
           // Kept, and the same bytes again.
           expect(keeping.post(p)).toEqual(onePost);
@@ -89,6 +96,23 @@ describe("postSerializer", () => {
       );
     } finally {
       await reference.close();
+    }
+  });
+
+  it("writes a large content in parts, the same bytes as whole, never cutting a surrogate pair", () => {
+    const serializer = postSerializer(format);
+    const [base] = fc.sample(post, 1) as [Post];
+    // Escapes, two- and four-byte characters, and pairs across every cut between parts.
+    const unit = 'a"\\\n\u0001가😀';
+    const content = unit.repeat(Math.ceil((3 * CONTENT_PART_CHARACTERS) / unit.length) + 7);
+    for (const shift of [0, 1, 2]) {
+      const large = { ...base, content: "x".repeat(shift) + content };
+      const parts = [...serializer.postParts(large)];
+      expect(parts.length).toBeGreaterThan(4);
+      // As text: a comparison of strings, where one of Buffers goes byte by byte.
+      const whole = serializer.post(large).toString();
+      expect(Buffer.concat(parts).toString()).toBe(whole);
+      expect(Buffer.concat([...serializer.pageItem(large, 1)]).toString()).toBe(`,${whole}`);
     }
   });
 

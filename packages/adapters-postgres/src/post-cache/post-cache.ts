@@ -1,4 +1,4 @@
-import type { Post } from "@posts/domain";
+import type { Post, ReadPost } from "@posts/domain";
 import { LRUCache } from "lru-cache";
 
 /** How much a {@link PostCache} may hold. */
@@ -41,7 +41,7 @@ export interface PostCacheStats {
  */
 export interface PostCacheView {
   /** Whether `post` is the very object cached for its id (as a read of the repository answered it). */
-  holds(post: Post): boolean;
+  holds(post: ReadPost): boolean;
   /** Counts so far, and what is held now. */
   stats(): PostCacheStats;
 }
@@ -178,7 +178,7 @@ export class PostCache implements PostCacheView {
   }
 
   /** Whether `post` is the very object cached for its id (as `lookUp` or `peek` answered it). */
-  holds(post: Post): boolean {
+  holds(post: ReadPost): boolean {
     return this.#posts.peek(post.id) === post;
   }
 

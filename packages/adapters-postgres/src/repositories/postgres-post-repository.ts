@@ -9,17 +9,18 @@ import type {
   PostPageQuery,
   PostRepository,
   PostUpdate,
+  ReadPost,
   Result,
   SearchPageQuery,
   SearchPageRead,
 } from "@posts/domain";
-import { DEFAULT_SEARCH_BUDGET, DEFAULT_SEARCH_BYTES } from "@posts/domain";
+import { DEFAULT_SEARCH_BUDGET, DEFAULT_SEARCH_BYTES, isWhole } from "@posts/domain";
 import type { Kysely } from "kysely";
 import type { RunStatement } from "../connection/direct-statements.js";
 import { parseInt8 } from "../connection/type-parsers.js";
 import type { CurrentPosts } from "../post-cache/current-posts.js";
 import { PostCache, type PostCacheOptions, type PostCacheStats } from "../post-cache/post-cache.js";
-import { toPost } from "../rows/post-row.js";
+import { toPost, toReadPost } from "../rows/post-row.js";
 import type { Database } from "../schema/database.js";
 import { CachedPages } from "./posts/cached-pages.js";
 import { IdempotentCreation } from "./posts/idempotent-creation.js";
@@ -177,7 +178,11 @@ export class PostgresPostRepository implements PostRepository {
     return this.#idempotent.forgetExpired(now);
   }
 
-  async findById(id: number): Promise<Post | undefined> {
+  /**
+   * A post whose content is over `OUTLINE_ABOVE_BYTES` (64 KiB) comes as an outline, unless the
+   * current posts hold it whole.
+   */
+  async findById(id: number): Promise<ReadPost | undefined> {
     const current = this.#current;
     const held = current?.get(id);
     // The pages' cached object when it is this version, so that what callers keep beside it
@@ -188,14 +193,22 @@ export class PostgresPostRepository implements PostRepository {
     if (row === undefined) return undefined;
     // A post read alone is not cached for pages, so that reading many posts once each does
     // not churn the pages' cache.
-    const post = this.#cache?.peek(parseInt8(row.id), row.updated_at.getTime()) ?? toPost(row);
-    current?.readDone(ticket, post);
+    const post = this.#cache?.peek(parseInt8(row.id), row.updated_at.getTime()) ?? toReadPost(row);
+    // An outline is no post to hold: its content was not read.
+    if (isWhole(post)) current?.readDone(ticket, post);
     return post;
   }
 
-  async listPage(query: PostPageQuery): Promise<readonly Post[]> {
+  /** Not cached: the posts read whole this way are those too large to keep. */
+  async findWhole(id: number): Promise<Post | undefined> {
+    const [row] = await this.#reads.wholeById({ id });
+    return row === undefined ? undefined : toPost(row);
+  }
+
+  /** Posts whose content is over `OUTLINE_ABOVE_BYTES` (64 KiB) come as outlines. */
+  async listPage(query: PostPageQuery): Promise<readonly ReadPost[]> {
     if (this.#cachedPages !== undefined) return this.#cachedPages.listPage(query);
-    return (await this.#pages.page(query).inFull()).map(toPost);
+    return (await this.#pages.page(query).inFull()).map(toReadPost);
   }
 
   searchPage(query: SearchPageQuery): Promise<SearchPageRead> {
@@ -217,7 +230,7 @@ export class PostgresPostRepository implements PostRepository {
    * again for as long as that version is current: what a caller keeps beside such a post (its
    * JSON) serves again. False without a cache.
    */
-  holdsCached(post: Post): boolean {
+  holdsCached(post: ReadPost): boolean {
     return this.#cache?.holds(post) ?? false;
   }
 

@@ -1,4 +1,4 @@
-import type { Post } from "@posts/domain";
+import type { Post, ReadPost } from "@posts/domain";
 import { parseInt8 } from "../connection/type-parsers.js";
 
 /** A post joined with its author's email: what every post statement of this adapter selects. */
@@ -25,5 +25,27 @@ export function toPost(row: PostRow): Post {
     createdAt: row.created_at,
     updatedAt: row.updated_at,
     author: { id: parseInt8(row.author_id), email: row.author_email },
+  };
+}
+
+/**
+ * A post row as the reads that may answer outlines select it: the content only when it is small
+ * enough to read beside other posts, else `null`, and the content's size in bytes either way.
+ */
+export interface ReadRow extends Omit<PostRow, "content"> {
+  readonly content: string | null;
+  readonly content_bytes: number;
+}
+
+/** The one mapping from a {@link ReadRow} to the domain's post: whole, or an outline without content. */
+export function toReadPost(row: ReadRow): ReadPost {
+  if (row.content !== null) return toPost(row as PostRow);
+  return {
+    id: parseInt8(row.id),
+    title: row.title,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+    author: { id: parseInt8(row.author_id), email: row.author_email },
+    contentBytes: row.content_bytes,
   };
 }

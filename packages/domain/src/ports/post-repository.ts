@@ -1,4 +1,4 @@
-import type { NewPost, Post, PostChanges } from "../post.js";
+import type { NewPost, Post, PostChanges, ReadPost } from "../post.js";
 import type { Result } from "../result.js";
 
 /** Which posts a page holds. */
@@ -125,15 +125,23 @@ export interface PostRepository {
    */
   deleteExpiredIdempotencyKeys(now: Date): Promise<number>;
 
-  /** The post with this id, or `undefined`. */
-  findById(id: number): Promise<Post | undefined>;
+  /**
+   * The post with this id, or `undefined`. A store may answer a post whose content is large as
+   * a {@link PostOutline} (its threshold is the store's), so that reading it costs no memory of
+   * its content until the caller asks for it with {@link findWhole}.
+   */
+  findById(id: number): Promise<ReadPost | undefined>;
+
+  /** The post with this id, content included whatever its size, or `undefined`. */
+  findWhole(id: number): Promise<Post | undefined>;
 
   /**
    * Up to `limit` posts, newest first (id descending), filtered as the query says: a full page
    * whenever that many posts match, however many posts a search must read to find them. The
-   * listing of the service pages searches with {@link searchPage} instead.
+   * listing of the service pages searches with {@link searchPage} instead. Posts whose content
+   * is large may come as outlines, as from {@link findById}.
    */
-  listPage(query: PostPageQuery): Promise<readonly Post[]>;
+  listPage(query: PostPageQuery): Promise<readonly ReadPost[]>;
 
   /**
    * One page of a search whose work is bounded whatever the text and wherever its matches lie:

@@ -80,6 +80,7 @@ export class InMemoryDatabase {
         this.#keys.createIdempotently(post, key, (p) => this.#createPost(p)),
       deleteExpiredIdempotencyKeys: async (now) => this.#keys.forgetExpired(now),
       findById: async (id) => this.#findPost(id),
+      findWhole: async (id) => this.#findPost(id),
       listPage: async (query) => selectPage(this.#posts.values(), query).map(copy),
       searchPage: async (query) => {
         const { posts, resumeBelow } = selectSearchPage(this.#posts.values(), query, budget, bytes);

@@ -3,7 +3,7 @@ import type { DomainErrorOf, FieldError } from "../errors.js";
 import { parseId } from "../ids.js";
 import { MESSAGES } from "../messages.js";
 import type { SearchPageRead } from "../ports/post-repository.js";
-import type { Post } from "../post.js";
+import type { ReadPost } from "../post.js";
 import { codePointLength } from "../post-rules.js";
 import { err, ok, type Result } from "../result.js";
 import type { Dependencies } from "./dependencies.js";
@@ -28,7 +28,8 @@ export interface ListPostsQuery {
 
 /** One page of posts, newest first. */
 export interface PostPage {
-  readonly posts: readonly Post[];
+  /** Whole, or as outlines where the repository answered them (`PostRepository.listPage`). */
+  readonly posts: readonly ReadPost[];
   /** The size used. */
   readonly size: number;
   /**
@@ -121,7 +122,7 @@ export async function listPosts(
     ...(beforeId === undefined ? {} : { beforeId }),
     ...(authorId === undefined ? {} : { authorId }),
   };
-  const read: SearchPageRead =
+  const read: Omit<SearchPageRead, "posts"> & { readonly posts: readonly ReadPost[] } =
     searched.search === ""
       ? { posts: await deps.posts.listPage(pageQuery) }
       : await deps.posts.searchPage({ ...pageQuery, search: searched.search });

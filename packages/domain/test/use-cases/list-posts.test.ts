@@ -9,7 +9,7 @@ import {
 import { aPost, aUser, type InMemoryDependencies, inMemoryDependencies } from "@posts/domain/testing";
 import { describe, expect, it } from "vitest";
 
-const ids = (posts: readonly Post[]) => posts.map((post) => post.id);
+const ids = (posts: readonly Pick<Post, "id">[]) => posts.map((post) => post.id);
 
 async function withPosts(count: number) {
   const deps = inMemoryDependencies();

@@ -1,7 +1,7 @@
-import type { Post, PostPageQuery } from "@posts/domain";
+import { isWhole, type PostPageQuery, type ReadPost } from "@posts/domain";
 import { parseInt8 } from "../../connection/type-parsers.js";
 import type { PostCache } from "../../post-cache/post-cache.js";
-import { type PostRow, toPost } from "../../rows/post-row.js";
+import { type ReadRow, toReadPost } from "../../rows/post-row.js";
 import type { PageReads } from "./page-reads.js";
 import type { PostLookups } from "./post-lookups.js";
 import type { ListedRow } from "./read-statements.js";
@@ -30,7 +30,7 @@ export class CachedPages {
   }
 
   /** `PostRepository.listPage` through the cache. */
-  async listPage(query: PostPageQuery): Promise<readonly Post[]> {
+  async listPage(query: PostPageQuery): Promise<readonly ReadPost[]> {
     const cache = this.#cache;
     const { inFull, listing } = this.#pages.page(query);
     // U+0000 cannot occur in a search, so the key tells every page apart.
@@ -40,7 +40,7 @@ export class CachedPages {
     if (!cache.readsThrough) return preferCached(cache, await inFull(), admitted);
 
     const listed = await listing();
-    const posts: (Post | undefined)[] = [];
+    const posts: (ReadPost | undefined)[] = [];
     let missing: number[] | undefined;
     for (const row of listed) {
       const id = parseInt8(row.id);
@@ -52,23 +52,24 @@ export class CachedPages {
       posts.push(post);
     }
     cache.notePage(missing === undefined);
-    if (missing === undefined) return posts as Post[];
+    if (missing === undefined) return posts as ReadPost[];
     const rows = await this.#lookups.findAll(missing);
     // A post deleted between the two statements leaves a hole: read the page again, whole.
-    if (rows.includes(undefined)) return (await inFull()).map(toPost);
-    const read = new Map<number, Post>();
-    for (const row of rows as PostRow[]) {
+    if (rows.includes(undefined)) return (await inFull()).map(toReadPost);
+    const read = new Map<number, ReadPost>();
+    for (const row of rows as ReadRow[]) {
       // Possibly a newer version than listed, if it changed in between: as a page read a moment
       // later. The cached object when another page asked at once stored this version already.
       const id = parseInt8(row.id);
-      let post = cache.peek(id, row.updated_at.getTime());
+      let post: ReadPost | undefined = cache.peek(id, row.updated_at.getTime());
       if (post === undefined) {
-        post = toPost(row);
-        if (admitted) cache.store(post);
+        post = toReadPost(row);
+        // An outline is no post to keep: its content is read whole for each answer, and dropped.
+        if (admitted && isWhole(post)) cache.store(post);
       }
       read.set(id, post);
     }
-    return posts.map((post, i) => post ?? (read.get(parseInt8((listed[i] as ListedRow).id)) as Post));
+    return posts.map((post, i) => post ?? (read.get(parseInt8((listed[i] as ListedRow).id)) as ReadPost));
   }
 }
 
@@ -76,14 +77,14 @@ export class CachedPages {
  * The posts of a page read in full, each the cached object when the cache holds that version;
  * the others are stored when the page is `admitted` (see `PostCache.admits`).
  */
-function preferCached(cache: PostCache, rows: readonly PostRow[], admitted: boolean): Post[] {
+function preferCached(cache: PostCache, rows: readonly ReadRow[], admitted: boolean): ReadPost[] {
   let allCached = true;
   const posts = rows.map((row) => {
     const cached = cache.lookUp(parseInt8(row.id), row.updated_at.getTime());
     if (cached !== undefined) return cached;
     allCached = false;
-    const post = toPost(row);
-    if (admitted) cache.store(post);
+    const post = toReadPost(row);
+    if (admitted && isWhole(post)) cache.store(post);
     return post;
   });
   cache.notePage(allCached);

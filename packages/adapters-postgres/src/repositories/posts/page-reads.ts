@@ -1,7 +1,7 @@
 import type { PostPageQuery } from "@posts/domain";
 import type DataLoader from "dataloader";
 import type { PreparedStatement } from "../../connection/prepare.js";
-import type { PostRow } from "../../rows/post-row.js";
+import type { ReadRow } from "../../rows/post-row.js";
 import type {
   ListedRow,
   PageBatchRow,
@@ -23,7 +23,7 @@ const MAX_BATCH = 64;
 /** The two readings of a page, each from a statement sent after it was asked for. */
 export interface PageRead {
   /** The page's posts in full. Shared with the callers who asked for the same page at once: read only. */
-  inFull(): Promise<readonly PostRow[]>;
+  inFull(): Promise<readonly ReadRow[]>;
   /** The ids and versions of the page's posts (see `CachedPages`). Shared likewise: read only. */
   listing(): Promise<readonly ListedRow[]>;
 }

@@ -1,6 +1,6 @@
 import type DataLoader from "dataloader";
 import { parseInt8 } from "../../connection/type-parsers.js";
-import type { PostRow } from "../../rows/post-row.js";
+import type { ReadRow } from "../../rows/post-row.js";
 import type { ReadStatements } from "./read-statements.js";
 import { turnBatches } from "./turn-batches.js";
 
@@ -22,28 +22,28 @@ const MAX_BATCH = 128;
  * Written with `dataloader`, the usual batching library (`turnBatches`).
  */
 export class PostLookups {
-  readonly #loader: DataLoader<number, PostRow | undefined>;
+  readonly #loader: DataLoader<number, ReadRow | undefined>;
 
   constructor(reads: ReadStatements) {
-    this.#loader = turnBatches<number, PostRow | undefined>(async (ids) => {
+    this.#loader = turnBatches<number, ReadRow | undefined>(async (ids) => {
       if (ids.length === 1) {
         const [row] = await reads.findById({ id: ids[0] as number });
         return [row];
       }
       const rows = await reads.byIds({ ids });
-      const byId = new Map<number, PostRow>();
+      const byId = new Map<number, ReadRow>();
       for (const row of rows) byId.set(parseInt8(row.id), row);
       return ids.map((id) => byId.get(id));
     }, MAX_BATCH);
   }
 
   /** The post's row as of a statement sent after this call, or undefined when there is none. */
-  find(id: number): Promise<PostRow | undefined> {
+  find(id: number): Promise<ReadRow | undefined> {
     return this.#loader.load(id);
   }
 
   /** {@link find} for each of `ids`, in their order; fails as a whole when the statement fails. */
-  findAll(ids: readonly number[]): Promise<(PostRow | undefined)[]> {
+  findAll(ids: readonly number[]): Promise<(ReadRow | undefined)[]> {
     return Promise.all(ids.map((id) => this.#loader.load(id)));
   }
 }

@@ -2,22 +2,45 @@ import { MAX_PAGE_SIZE, type PostPageQuery } from "@posts/domain";
 import { type Kysely, type NotNull, type SelectQueryBuilder, sql } from "kysely";
 import type { RunStatement } from "../../connection/direct-statements.js";
 import { type PreparedStatement, prepare } from "../../connection/prepare.js";
-import type { PostRow } from "../../rows/post-row.js";
+import type { PostRow, ReadRow } from "../../rows/post-row.js";
 import type { Database } from "../../schema/database.js";
 import { bothVariants, type Variants, variant } from "./variants.js";
 
-/** What a post statement selects of the post itself, in the shape of {@link PostRow}. */
-const POST_COLUMNS_WITHOUT_AUTHOR_EMAIL = [
+/**
+ * The largest content, in UTF-8 bytes, that the reads of a post or a page answer with the post;
+ * a larger one comes back as its size only (an outline), for the caller to read with `wholeById`
+ * when it has room. Why: a page of 100 posts of 16 MiB would otherwise be 1.6 GB in one
+ * statement's answer, held at once by the driver, the rows and their JSON. Small posts, the
+ * usual ones, stay one statement; `octet_length` of a stored (TOASTed) content reads only its
+ * header, not the content.
+ */
+export const OUTLINE_ABOVE_BYTES = 64 * 1024;
+
+/** What a post statement selects of the post itself but its content. */
+const POST_COLUMNS_WITHOUT_CONTENT = [
   "posts.id",
   "posts.title",
-  "posts.content",
   "posts.created_at",
   "posts.updated_at",
   "posts.user_id as author_id",
 ] as const;
 
-/** What a post statement joined with users selects, in the shape of {@link PostRow}. */
-const POST_COLUMNS = [...POST_COLUMNS_WITHOUT_AUTHOR_EMAIL, "users.email as author_email"] as const;
+/** The content when it is at most {@link OUTLINE_ABOVE_BYTES}, and its size: a {@link ReadRow}'s. */
+const CONTENT_OR_SIZE = [
+  sql<
+    string | null
+  >`CASE WHEN octet_length(posts.content) <= ${sql.lit(OUTLINE_ABOVE_BYTES)} THEN posts.content END`.as(
+    "content",
+  ),
+  sql<number>`octet_length(posts.content)`.as("content_bytes"),
+] as const;
+
+/** What the whole post's statement selects, in the shape of {@link PostRow}. */
+const POST_COLUMNS = [
+  ...POST_COLUMNS_WITHOUT_CONTENT,
+  "posts.content",
+  "users.email as author_email",
+] as const;
 
 /** What a page lists when read through the cache: each post's id and version. */
 export interface ListedRow {
@@ -49,7 +72,7 @@ export type PageBatchRow<Row> = Row & { readonly page: number };
 export interface PageReading {
   readonly values: PageValues;
   /** The page's posts in full, in one statement. */
-  readonly inFull: PreparedStatement<PageValues, PostRow>;
+  readonly inFull: PreparedStatement<PageValues, ReadRow>;
   /** Only the ids and versions of the page's posts (see `CachedPages`). */
   readonly listing: PreparedStatement<PageValues, ListedRow>;
   /**
@@ -58,21 +81,21 @@ export interface PageReading {
    * where a page is planned for its values (a search) or its size is not one of the pages'.
    */
   readonly batches?: {
-    readonly inFull: PreparedStatement<PageBatchValues, PageBatchRow<PostRow>>;
+    readonly inFull: PreparedStatement<PageBatchValues, PageBatchRow<ReadRow>>;
     readonly listing: PreparedStatement<PageBatchValues, PageBatchRow<ListedRow>>;
   };
 }
 
 /** The statements of a page, in full and as ids and versions, by `beforeId`, then `authorId`, then search. */
 interface PageStatements {
-  readonly inFull: Variants<Variants<Variants<PreparedStatement<PageValues, PostRow>>>>;
+  readonly inFull: Variants<Variants<Variants<PreparedStatement<PageValues, ReadRow>>>>;
   readonly listing: Variants<Variants<Variants<PreparedStatement<PageValues, ListedRow>>>>;
   /** By `beforeId`, then `authorId`; absent for a statement whose limit is bound (any size). */
   readonly batches?: Variants<Variants<PageReading["batches"]>>;
 }
 
 /**
- * Selects a post's columns in the shape of {@link PostRow}, the author's email as a scalar
+ * Selects a post's columns in the shape of {@link ReadRow}, the author's email as a scalar
  * subquery rather than a join: with a join, a cursor near the end of the index (few rows
  * estimated below it) could make the planner hash the whole users table and sort;
  * this way each row costs one users_pkey lookup whatever the estimates.
@@ -81,7 +104,8 @@ interface PageStatements {
 function withAuthorEmail(query: SelectQueryBuilder<Database, "posts", object>) {
   return query
     .select((eb) => [
-      ...POST_COLUMNS_WITHOUT_AUTHOR_EMAIL,
+      ...POST_COLUMNS_WITHOUT_CONTENT,
+      ...CONTENT_OR_SIZE,
       eb
         .selectFrom("users")
         .select("users.email")
@@ -104,10 +128,12 @@ export function containsPattern(search: string): string {
  * page size, on first use) and runs through `run` when given, else on the database's own pool.
  */
 export class ReadStatements {
-  /** `PostRepository.findById`'s statement. */
-  readonly findById: PreparedStatement<{ id: number }, PostRow>;
+  /** `PostRepository.findById`'s statement: a large content as its size only. */
+  readonly findById: PreparedStatement<{ id: number }, ReadRow>;
+  /** `PostRepository.findWhole`'s statement: the content whatever its size. */
+  readonly wholeById: PreparedStatement<{ id: number }, PostRow>;
   /** The posts of the given ids, in no order: the cached pages' second statement. */
-  readonly byIds: PreparedStatement<{ ids: readonly number[] }, PostRow>;
+  readonly byIds: PreparedStatement<{ ids: readonly number[] }, ReadRow>;
   readonly #forSize = new Map<number, PageStatements>();
   readonly #anySize: PageStatements;
   readonly #db: Kysely<Database>;
@@ -119,6 +145,17 @@ export class ReadStatements {
     this.#run = run;
     const on = { run };
     this.findById = prepare(
+      db,
+      (p: { id: number }) =>
+        db
+          .selectFrom("posts")
+          .innerJoin("users", "users.id", "posts.user_id")
+          .select([...POST_COLUMNS_WITHOUT_CONTENT, ...CONTENT_OR_SIZE, "users.email as author_email"])
+          .where("posts.id", "=", p.id)
+          .compile(),
+      on,
+    );
+    this.wholeById = prepare(
       db,
       (p: { id: number }) =>
         db
@@ -265,7 +302,7 @@ export class ReadStatements {
             bothVariants((byAuthor) =>
               before || byAuthor
                 ? {
-                    inFull: batched<PostRow>(withAuthorEmail, before, byAuthor),
+                    inFull: batched<ReadRow>(withAuthorEmail, before, byAuthor),
                     listing: batched<ListedRow>(
                       (q) => q.select(["posts.id", "posts.updated_at"]),
                       before,

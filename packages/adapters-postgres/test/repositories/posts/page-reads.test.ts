@@ -1,5 +1,5 @@
 import { PostgresPostRepository, type RunStatement } from "@posts/adapters-postgres";
-import type { Post, PostPageQuery } from "@posts/domain";
+import type { PostPageQuery, ReadPost } from "@posts/domain";
 import { CompiledQuery } from "kysely";
 import { expect, it } from "vitest";
 import { describeOnEachEngine, useTestDatabase } from "../../use-test-database.js";
@@ -7,7 +7,7 @@ import { describeOnEachEngine, useTestDatabase } from "../../use-test-database.j
 const CREATED_AT = new Date("2026-11-28T10:15:30.123Z");
 
 /** What a page is, as a caller can tell pages apart: its posts' ids, titles and versions, in order. */
-const shape = (posts: readonly Post[]) => posts.map((p) => [p.id, p.title, p.updatedAt.getTime()]);
+const shape = (posts: readonly ReadPost[]) => posts.map((p) => [p.id, p.title, p.updatedAt.getTime()]);
 
 // The two ways a repository reads a page: in full, and through a cache (ids and versions, then
 // the posts the cache lacks).
@@ -66,7 +66,7 @@ describeOnEachEngine("pages read together on %s", (engine) => {
         { limit: 4, authorId: many },
         { limit: 4, authorId: few, beforeId: ids[2] as number },
       ];
-      const alone: (readonly Post[])[] = [];
+      const alone: (readonly ReadPost[])[] = [];
       for (const query of queries) alone.push(await posts.listPage(query));
       // Twice, so that a cache admits every page's posts and the pages below read none by id.
       for (const query of queries) await posts.listPage(query);

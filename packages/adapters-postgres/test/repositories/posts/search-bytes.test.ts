@@ -43,7 +43,8 @@ describeNeeding(
           { q: "quokka", size: "20", ...(cursor === undefined ? {} : { cursor }) },
         );
         if (!listed.ok) throw new Error(JSON.stringify(listed.error));
-        pages.push(listed.value);
+        // A search page's posts are whole (only listPage answers outlines of large posts).
+        pages.push(listed.value as (typeof pages)[number]);
         if (listed.value.nextCursor === null) return pages;
         cursor = listed.value.nextCursor;
       }

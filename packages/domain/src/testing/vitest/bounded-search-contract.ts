@@ -6,7 +6,7 @@ import { DEFAULT_SEARCH_BYTES, postTextBytes } from "../../post-repository-rules
 import { listPosts } from "../../use-cases/list-posts.js";
 import type { PostContractContext } from "./post-contract-context.js";
 
-const ids = (posts: readonly Post[]) => posts.map((post) => post.id);
+const ids = (posts: readonly Pick<Post, "id">[]) => posts.map((post) => post.id);
 
 /** One search page as the walk saw it. */
 interface WalkedPage {

@@ -3,7 +3,7 @@ import type { Post } from "../../post.js";
 import { keysetWalk } from "./keyset-walk.js";
 import type { PostContractContext } from "./post-contract-context.js";
 
-const ids = (posts: readonly Post[]) => posts.map((post) => post.id);
+const ids = (posts: readonly Pick<Post, "id">[]) => posts.map((post) => post.id);
 
 /**
  * The post repository's search (`PostPageQuery.search`): substrings of title or content, ASCII
