@@ -3,8 +3,11 @@ import { configDefaults, defineConfig, defineProject } from "vitest/config";
 
 /**
  * The app's tests that need the machine to themselves: those that start several instances of the
- * service at once, and those that hold one process to a latency bound (a stall of 250 ms, or
- * /health's p99 under the storm, is what they catch, and a saturated machine makes one of its own).
+ * service at once, those that hold one process to a latency bound (a stall of 250 ms, or
+ * /health's p99 under the storm, is what they catch, and a saturated machine makes one of its
+ * own), and the one that sends gigabytes of large posts through one process to bound its memory
+ * (a load that would stall the others, and whose answers within the wait for room depend on the
+ * cores it gets).
  */
 const ALONE = [
   "test/multi-instance/**/*.test.ts",
@@ -12,6 +15,7 @@ const ALONE = [
   "test/chaos/**/*.test.ts",
   "test/reliability/embedded-large-post-stall.test.ts",
   "test/reliability/storm.test.ts",
+  "test/reliability/large-post-reads.test.ts",
 ];
 
 /** Tests run on the TypeScript sources through the packages' `@posts/source` export condition. */
