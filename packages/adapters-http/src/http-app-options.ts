@@ -171,7 +171,7 @@ export interface HttpAppOptions {
   readonly postCache?: PostCacheAccess;
   /**
    * The budget within which posts too large to read beside others (the repository's outlines)
-   * are read and sent, and how long a request waits for room before 503. Default: 32 MiB, 10 s.
+   * are read and sent, and how long a request waits for room before 503. Default: 16 MiB, 10 s.
    */
   readonly largePosts?: LargePostSettings;
   /** Socket timeouts; see {@link HttpTimeouts}. */

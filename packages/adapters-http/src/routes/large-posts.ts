@@ -21,11 +21,12 @@ export interface LargePostSettings {
 }
 
 /**
- * 32 MiB: two posts of the default `BODY_LIMIT` at once. Each byte of content is held about
- * twice while it is read and written (the driver's message, then the text), besides what the
- * garbage collector has yet to free, so this keeps what large posts hold near a hundred MiB.
+ * 16 MiB: one post of the default `BODY_LIMIT`, or several smaller ones, at once. Each byte of
+ * content is held about twice while it is read and written (the driver's message, then the
+ * text), besides what the garbage collector has yet to free; more room than this serves no
+ * faster, as reading and writing them is work for the one event loop.
  */
-export const DEFAULT_LARGE_POST_BUDGET_BYTES = 32 * 1024 * 1024;
+export const DEFAULT_LARGE_POST_BUDGET_BYTES = 16 * 1024 * 1024;
 /** 10 s: long enough for the budget to serve a few hundred posts of 10 MB in turn. */
 export const DEFAULT_LARGE_POST_WAIT_MS = 10_000;
 
