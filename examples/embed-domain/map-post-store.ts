@@ -25,6 +25,8 @@ export function mapPostStore(accounts: ReadonlyMap<number, string>): PostReposit
     createIdempotently: async (post, key) => keys.createIdempotently(post, key, create),
     deleteExpiredIdempotencyKeys: async (now) => keys.forgetExpired(now),
     findById: async (id) => posts.get(id),
+    // A Map holds every content whole, so it never answers an outline and reads whole alike.
+    findWhole: async (id) => posts.get(id),
     ...pageReaders(() => posts.values()),
     async update(update) {
       const updated = applyOwnedUpdate(posts.get(update.id), update);
