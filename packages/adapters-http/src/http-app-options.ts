@@ -2,7 +2,6 @@ import type { AttemptCounter, ChangeEventLog, Dependencies, ReadPost } from "@po
 import type { FastifyServerOptions } from "fastify";
 import type { ThrottleSettings } from "./auth/failure-throttle.js";
 import type { StreamCapSettings } from "./events/stream-caps.js";
-import type { LargePostSettings } from "./routes/large-posts.js";
 
 /**
  * Socket timeouts, in milliseconds. The three bounds are required: the service reads them from
@@ -195,4 +194,20 @@ export interface HttpAppOptions {
    * it is disconnected, in ms. Default 30 000.
    */
   readonly eventStreamStallMs?: number;
+}
+
+/** How the posts too large to read beside others (outlines, from the repository) are read and sent. */
+export interface LargePostSettings {
+  /**
+   * The most bytes of such posts' content read and being written at once, over the whole
+   * process. A post larger than this is read alone. Default `DEFAULT_LARGE_POST_BUDGET_BYTES`
+   * (routes/large-posts.ts).
+   */
+  readonly budgetBytes?: number;
+  /**
+   * How long a request waits for room before it is answered 503 with Retry-After, in ms; a page
+   * waits so only for its first large post, before anything is sent. Default
+   * `DEFAULT_LARGE_POST_WAIT_MS`.
+   */
+  readonly waitMs?: number;
 }

@@ -3,22 +3,8 @@ import { Readable } from "node:stream";
 import { type Dependencies, isWhole, type Post, type PostOutline, type PostPage } from "@posts/domain";
 import { waitUntil } from "../events/wait-until.js";
 import { ByteBudget, type ByteBudgetStats } from "../http/byte-budget.js";
+import type { LargePostSettings } from "../http-app-options.js";
 import type { PostSerializer } from "./post-serializer.js";
-
-/** How the posts too large to read beside others (outlines, from the repository) are read and sent. */
-export interface LargePostSettings {
-  /**
-   * The most bytes of such posts' content read and being written at once, over the whole
-   * process. A post larger than this is read alone. Default {@link DEFAULT_LARGE_POST_BUDGET_BYTES}.
-   */
-  readonly budgetBytes?: number;
-  /**
-   * How long a request waits for room before it is answered 503 with Retry-After, in ms; a page
-   * waits so only for its first large post, before anything is sent. Default
-   * {@link DEFAULT_LARGE_POST_WAIT_MS}.
-   */
-  readonly waitMs?: number;
-}
 
 /**
  * 16 MiB: one post of the default `BODY_LIMIT`, or several smaller ones, at once. Each byte of
