@@ -17,7 +17,7 @@ export function registerEventFeedMetrics(registry: Registry, stats: () => EventF
   });
   new Gauge({
     name: "event_stream_buffered_bytes",
-    help: "Bytes written to change-feed streams that their sockets have not taken yet",
+    help: "Bytes written to change-feed streams that their sockets have not taken yet, summed per stream: a batch shared by replays counts once for each, so it may exceed the memory held",
     registers: [registry],
     collect() {
       this.set(stats().bufferedBytes);
