@@ -1,5 +1,6 @@
 import { fileURLToPath } from "node:url";
 import { configDefaults, defineConfig, defineProject } from "vitest/config";
+import { onSources, reporters } from "./vitest.shared.js";
 
 /**
  * The app's tests that need the machine to themselves: those that start several instances of the
@@ -23,28 +24,15 @@ const ALONE = [
  */
 const STORM = "test/reliability/storm.test.ts";
 
-/** Tests run on the TypeScript sources through the packages' `@posts/source` export condition. */
+/** A package's tests, run on its TypeScript sources. */
 const project = (
   name: string,
   extra: { testTimeout?: number; hookTimeout?: number; exclude?: string[] } = {},
-) =>
-  defineProject({
-    ssr: { resolve: { conditions: ["@posts/source"] } },
-    resolve: { conditions: ["@posts/source"] },
-    test: {
-      name,
-      root: fileURLToPath(new URL(`./packages/${name}`, import.meta.url)),
-      include: ["test/**/*.test.ts"],
-      ...extra,
-    },
-  });
+) => onSources(`./packages/${name}`, { name, include: ["test/**/*.test.ts"], ...extra });
 
 export default defineConfig({
   test: {
-    // CI reads the counts from the JSON report to print its closing "N passed, M failed" line.
-    reporters: process.env.VITEST_JSON_REPORT
-      ? ["default", ["json", { outputFile: process.env.VITEST_JSON_REPORT }]]
-      : ["default"],
+    reporters: [...reporters],
     projects: [
       project("domain"),
       project("adapters-postgres", { testTimeout: 30_000, hookTimeout: 60_000 }),
@@ -58,18 +46,13 @@ export default defineConfig({
       // After every other project, one file at a time: each file starts several service processes or
       // holds one to a latency bound, and the timings they check (a change reaching every stream
       // within a second, no request held 250 ms) are not meant to hold on a saturated machine.
-      defineProject({
-        ssr: { resolve: { conditions: ["@posts/source"] } },
-        resolve: { conditions: ["@posts/source"] },
-        test: {
-          name: "app-alone",
-          root: fileURLToPath(new URL("./packages/app", import.meta.url)),
-          include: ALONE,
-          fileParallelism: false,
-          sequence: { groupOrder: 1 },
-          testTimeout: 120_000,
-          hookTimeout: 90_000,
-        },
+      onSources("./packages/app", {
+        name: "app-alone",
+        include: ALONE,
+        fileParallelism: false,
+        sequence: { groupOrder: 1 },
+        testTimeout: 120_000,
+        hookTimeout: 90_000,
       }),
       project("conformance"),
       project("client"),

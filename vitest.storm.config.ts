@@ -1,5 +1,5 @@
-import { fileURLToPath } from "node:url";
-import { defineConfig, defineProject } from "vitest/config";
+import { defineConfig } from "vitest/config";
+import { onSources, reporters } from "./vitest.shared.js";
 
 /**
  * The storm (`pnpm test:storm`): one real process on PostgreSQL under 200 replaying streams, 50
@@ -10,20 +10,13 @@ import { defineConfig, defineProject } from "vitest/config";
  */
 export default defineConfig({
   test: {
-    reporters: process.env.VITEST_JSON_REPORT
-      ? ["default", ["json", { outputFile: process.env.VITEST_JSON_REPORT }]]
-      : ["default"],
+    reporters: [...reporters],
     projects: [
-      defineProject({
-        ssr: { resolve: { conditions: ["@posts/source"] } },
-        resolve: { conditions: ["@posts/source"] },
-        test: {
-          name: "storm",
-          root: fileURLToPath(new URL("./packages/app", import.meta.url)),
-          include: ["test/reliability/storm.test.ts"],
-          testTimeout: 300_000,
-          hookTimeout: 90_000,
-        },
+      onSources("./packages/app", {
+        name: "storm",
+        include: ["test/reliability/storm.test.ts"],
+        testTimeout: 300_000,
+        hookTimeout: 90_000,
       }),
     ],
   },

@@ -1,5 +1,5 @@
-import { fileURLToPath } from "node:url";
-import { defineConfig, defineProject } from "vitest/config";
+import { defineConfig } from "vitest/config";
+import { onSources, reporters } from "./vitest.shared.js";
 
 /**
  * The tests on a real topology (`pnpm test:topology`): a primary, two streaming standbys,
@@ -9,23 +9,16 @@ import { defineConfig, defineProject } from "vitest/config";
  */
 export default defineConfig({
   test: {
-    reporters: process.env.VITEST_JSON_REPORT
-      ? ["default", ["json", { outputFile: process.env.VITEST_JSON_REPORT }]]
-      : ["default"],
+    reporters: [...reporters],
     projects: [
-      defineProject({
-        ssr: { resolve: { conditions: ["@posts/source"] } },
-        resolve: { conditions: ["@posts/source"] },
-        test: {
-          name: "topology",
-          root: fileURLToPath(new URL("./scripts/topology", import.meta.url)),
-          include: ["test/**/*.test.ts"],
-          globalSetup: ["test/global-setup.ts"],
-          // One topology, whose servers the tests stop and start: one file at a time.
-          fileParallelism: false,
-          testTimeout: 120_000,
-          hookTimeout: 300_000,
-        },
+      onSources("./scripts/topology", {
+        name: "topology",
+        include: ["test/**/*.test.ts"],
+        globalSetup: ["test/global-setup.ts"],
+        // One topology, whose servers the tests stop and start: one file at a time.
+        fileParallelism: false,
+        testTimeout: 120_000,
+        hookTimeout: 300_000,
       }),
     ],
   },
