@@ -12,6 +12,7 @@ import {
 import { connect } from "node:net";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { baseBackupArguments, initdbArguments } from "@posts/adapters-postgres/testing";
 import pg from "pg";
 import { isAlive, ProcessRegistry } from "./processes.js";
 
@@ -277,18 +278,7 @@ export class Topology {
     const bin = pgBin();
     const primaryDir = this.#dataDir("primary");
     this.#say("initdb: primary");
-    runAsPostgres(join(bin, "initdb"), [
-      "-D",
-      primaryDir,
-      "-A",
-      "trust",
-      "-U",
-      PG_USER,
-      "-E",
-      "UTF8",
-      "--locale=C.UTF-8",
-      "--no-sync",
-    ]);
+    runAsPostgres(join(bin, "initdb"), initdbArguments(primaryDir));
     writeFileSync(
       join(primaryDir, "postgresql.conf"),
       [
@@ -313,22 +303,7 @@ export class Topology {
     await sql(this.directUrl("primary", "postgres"), `CREATE DATABASE ${DATABASE}`);
     for (const standby of ["standby1", "standby2"] as const) {
       this.#say(`pg_basebackup: ${standby}`);
-      runAsPostgres(join(bin, "pg_basebackup"), [
-        "-D",
-        this.#dataDir(standby),
-        "-R",
-        "-X",
-        "stream",
-        "-h",
-        "127.0.0.1",
-        "-p",
-        String(PORTS.primary),
-        "-U",
-        PG_USER,
-        // An immediate checkpoint to start from, not a spread one (minutes on an idle server).
-        "--checkpoint=fast",
-        "--no-sync",
-      ]);
+      runAsPostgres(join(bin, "pg_basebackup"), baseBackupArguments(this.#dataDir(standby), PORTS.primary));
       await this.startServer(standby);
     }
     await this.waitForReplay();
@@ -482,22 +457,7 @@ export class Topology {
     const config = join(this.dir, "haproxy.cfg");
     writeFileSync(
       config,
-      [
-        "global",
-        "  maxconn 4000",
-        `  stats socket ${join(this.dir, "haproxy.sock")} mode 600 level admin`,
-        "",
-        "defaults",
-        "  mode http",
-        "  timeout connect 2s",
-        "  timeout client 60s",
-        "  timeout server 60s",
-        // A connection an instance refused (it is stopping) is tried on another instance.
-        "  retries 3",
-        "  option redispatch",
-        "",
-        ...serviceBalancer(PORTS.haproxy, PORTS.instances),
-      ].join("\n"),
+      [...haproxyDefaults(this.dir), ...serviceBalancer(PORTS.haproxy, PORTS.instances)].join("\n"),
     );
     const pid = this.processes.start({
       name: "haproxy",
@@ -563,6 +523,28 @@ export async function startServiceInstance(
     const reply = await fetch(`http://127.0.0.1:${port}/ready`, { signal: AbortSignal.timeout(2000) });
     return reply.status === 200 ? true : undefined;
   });
+}
+
+/**
+ * The `global` and `defaults` sections of HAProxy's configuration in `dir` (its runtime API on
+ * `dir/haproxy.sock`), in HTTP mode, for the frontends and backends that follow them.
+ */
+export function haproxyDefaults(dir: string): string[] {
+  return [
+    "global",
+    "  maxconn 4000",
+    `  stats socket ${join(dir, "haproxy.sock")} mode 600 level admin`,
+    "",
+    "defaults",
+    "  mode http",
+    "  timeout connect 2s",
+    "  timeout client 60s",
+    "  timeout server 60s",
+    // A connection a server refused (an instance stopping, a node going down) is tried on another.
+    "  retries 3",
+    "  option redispatch",
+    "",
+  ];
 }
 
 /**

@@ -1,4 +1,10 @@
-export { LocalCluster, type LocalServer, postgresBinariesForTests } from "./local-cluster.js";
+export {
+  baseBackupArguments,
+  initdbArguments,
+  LocalCluster,
+  type LocalServer,
+  postgresBinariesForTests,
+} from "./local-cluster.js";
 export { migrateTo } from "./migrate-to.js";
 export { type OpenTestDatabaseOptions, openTestDatabase, type TestDatabase } from "./open-test-database.js";
 export {

@@ -6,6 +6,39 @@ import type { Prerequisite } from "@posts/domain/testing/vitest";
 import pg from "pg";
 
 const PG_USER = "postgres";
+
+/**
+ * `initdb`'s arguments for a test cluster in `dataDir`: trust on every connection, the superuser
+ * `postgres`, UTF-8 with the C.UTF-8 locale, and no fsync of the new files (a test's cluster is
+ * thrown away).
+ */
+export function initdbArguments(dataDir: string): string[] {
+  return ["-D", dataDir, "-A", "trust", "-U", PG_USER, "-E", "UTF8", "--locale=C.UTF-8", "--no-sync"];
+}
+
+/**
+ * `pg_basebackup`'s arguments for a streaming standby in `dataDir` of the primary on
+ * 127.0.0.1:`primaryPort`: recovery settings written (`-R`), the WAL streamed alongside, an
+ * immediate checkpoint to start from rather than a spread one (minutes on an idle server), and no
+ * fsync of the copy.
+ */
+export function baseBackupArguments(dataDir: string, primaryPort: number): string[] {
+  return [
+    "-D",
+    dataDir,
+    "-R",
+    "-X",
+    "stream",
+    "-h",
+    "127.0.0.1",
+    "-p",
+    String(primaryPort),
+    "-U",
+    PG_USER,
+    "--checkpoint=fast",
+    "--no-sync",
+  ];
+}
 const ROOT = "/usr/lib/postgresql";
 
 /** The newest PostgreSQL's server binaries on this machine (Debian's layout), or `PG_BIN`. */
@@ -84,18 +117,7 @@ export class LocalCluster {
    */
   async startPrimary(name: string, port: number, settings: readonly string[] = []): Promise<LocalServer> {
     const dataDir = join(this.dir, name);
-    this.#run("initdb", [
-      "-D",
-      dataDir,
-      "-A",
-      "trust",
-      "-U",
-      PG_USER,
-      "-E",
-      "UTF8",
-      "--locale=C.UTF-8",
-      "--no-sync",
-    ]);
+    this.#run("initdb", initdbArguments(dataDir));
     writeFileSync(
       join(dataDir, "postgresql.conf"),
       [
@@ -125,21 +147,7 @@ export class LocalCluster {
     settings: readonly string[] = [],
   ): Promise<LocalServer> {
     const dataDir = join(this.dir, name);
-    this.#run("pg_basebackup", [
-      "-D",
-      dataDir,
-      "-R",
-      "-X",
-      "stream",
-      "-h",
-      "127.0.0.1",
-      "-p",
-      String(primary.port),
-      "-U",
-      PG_USER,
-      "--checkpoint=fast",
-      "--no-sync",
-    ]);
+    this.#run("pg_basebackup", baseBackupArguments(dataDir, primary.port));
     // The standby's name in pg_stat_replication, which synchronous_standby_names can name.
     writeFileSync(
       join(dataDir, "postgresql.auto.conf"),
