@@ -43,6 +43,7 @@ const NO_EVENT_FEED: EventFeedStats = {
   stalled: 0,
   readersActive: 0,
   readersWaiting: 0,
+  readersWaited: 0,
 };
 // Node's default header limit (16 KiB) bounds a URL anyway; a shorter limit would turn a long
 // numeric id into a router error instead of "no such post".

@@ -10,4 +10,6 @@ export interface EventFeedStats {
   readonly readersActive: number;
   /** Replays and JSON pages waiting for a turn. */
   readonly readersWaiting: number;
+  /** Replays and JSON pages that have had to wait for a turn since the app started. */
+  readonly readersWaited: number;
 }

@@ -6,6 +6,11 @@ export interface FeedReaderStats {
   readonly active: number;
   /** Readers waiting for a turn. */
   readonly waiting: number;
+  /**
+   * Readers that have had to wait for a turn since the start: a gauge of those waiting misses a
+   * wait shorter than the time between two scrapes, this count does not.
+   */
+  readonly waited: number;
 }
 
 /**
@@ -19,6 +24,7 @@ export interface FeedReaderStats {
 export class FeedReaders {
   readonly #size: number;
   #active = 0;
+  #waited = 0;
   readonly #queue: (() => void)[] = [];
 
   /** `size`: how many turns run at once; at least 1. */
@@ -37,6 +43,7 @@ export class FeedReaders {
       this.#active++;
       return Promise.resolve(this.#release());
     }
+    this.#waited++;
     return waitUntil<(() => void) | undefined>(
       (settle) => {
         const turn = () => {
@@ -54,9 +61,9 @@ export class FeedReaders {
     );
   }
 
-  /** How many turns are taken and how many readers wait. */
+  /** How many turns are taken, how many readers wait, and how many have waited. */
   stats(): FeedReaderStats {
-    return { active: this.#active, waiting: this.#queue.length };
+    return { active: this.#active, waiting: this.#queue.length, waited: this.#waited };
   }
 
   #release(): () => void {

@@ -23,15 +23,15 @@ export function registerEventFeedMetrics(registry: Registry, stats: () => EventF
       this.set(stats().bufferedBytes);
     },
   });
-  let counted = 0;
+  let stalledGiven = 0;
   new Counter({
     name: "event_streams_stalled_total",
     help: "Change-feed streams disconnected because their client stopped reading",
     registers: [registry],
     collect() {
       const { stalled } = stats();
-      this.inc(stalled - counted);
-      counted = stalled;
+      this.inc(stalled - stalledGiven);
+      stalledGiven = stalled;
     },
   });
   new Gauge({
@@ -43,6 +43,19 @@ export function registerEventFeedMetrics(registry: Registry, stats: () => EventF
       const { readersActive, readersWaiting } = stats();
       this.set({ state: "active" }, readersActive);
       this.set({ state: "waiting" }, readersWaiting);
+    },
+  });
+  // A gauge of the readers waiting misses a wait shorter than the time between two scrapes;
+  // this count keeps every one.
+  let waitedGiven = 0;
+  new Counter({
+    name: "event_log_reader_waits_total",
+    help: "Replays and JSON pages of the change feed that had to wait for a turn at reading the log",
+    registers: [registry],
+    collect() {
+      const { readersWaited } = stats();
+      this.inc(readersWaited - waitedGiven);
+      waitedGiven = readersWaited;
     },
   });
 }

@@ -100,8 +100,15 @@ const plugin: FastifyPluginCallback<EventRoutesOptions> = (app, options, done) =
   const stallMs = options.stallMs ?? DEFAULT_STALL_MS;
   options.exposeStats?.(() => {
     const { open, bufferedBytes, stalled } = streams.stats();
-    const { active, waiting } = readers.stats();
-    return { streams: open, bufferedBytes, stalled, readersActive: active, readersWaiting: waiting };
+    const { active, waiting, waited } = readers.stats();
+    return {
+      streams: open,
+      bufferedBytes,
+      stalled,
+      readersActive: active,
+      readersWaiting: waiting,
+      readersWaited: waited,
+    };
   });
   hub.start();
   // Before the server closes: open streams never end by themselves, and the close would wait for them.

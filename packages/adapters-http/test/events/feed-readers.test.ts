@@ -17,19 +17,19 @@ describe("FeedReaders", () => {
     );
     await settle();
     expect(order).toEqual([]);
-    expect(readers.stats()).toEqual({ active: 2, waiting: 3 });
+    expect(readers.stats()).toEqual({ active: 2, waiting: 3, waited: 3 });
     releases[0]?.();
     // A turn ended twice frees one turn, not two.
     releases[0]?.();
     await settle();
     expect(order).toEqual([3]);
-    expect(readers.stats()).toEqual({ active: 2, waiting: 2 });
+    expect(readers.stats()).toEqual({ active: 2, waiting: 2, waited: 3 });
     releases[1]?.();
     (await waiting[0])?.();
     await settle();
     expect(order).toEqual([3, 4, 5]);
     for (const release of await Promise.all(waiting)) release?.();
-    expect(readers.stats()).toEqual({ active: 0, waiting: 0 });
+    expect(readers.stats()).toEqual({ active: 0, waiting: 0, waited: 3 });
   });
 
   it("lets a reader whose signal aborts leave the line without taking a turn", async () => {
@@ -40,10 +40,10 @@ describe("FeedReaders", () => {
     const next = readers.take(never);
     gone.abort();
     expect(await leaving).toBeUndefined();
-    expect(readers.stats()).toEqual({ active: 1, waiting: 1 });
+    expect(readers.stats()).toEqual({ active: 1, waiting: 1, waited: 2 });
     held?.();
     const release = await next;
-    expect(readers.stats()).toEqual({ active: 1, waiting: 0 });
+    expect(readers.stats()).toEqual({ active: 1, waiting: 0, waited: 2 });
     release?.();
     expect(await readers.take(AbortSignal.abort())).toBeUndefined();
   });
