@@ -5,7 +5,12 @@ export { JwtTokenIssuer, type JwtTokenIssuerOptions } from "./auth/jwt-token-iss
 export { buildHttpApp } from "./build-http-app.js";
 export type { ErrorEnvelope } from "./errors/error-envelope.js";
 export { HTTP_MESSAGES } from "./errors/http-messages.js";
-export { CLOUD_EVENT_SOURCE, type CloudEventRenderer, cloudEventRenderer } from "./events/cloud-event.js";
+export {
+  CLOUD_EVENT_SOURCE,
+  type CloudEventRenderer,
+  cloudEventReference,
+  cloudEventRenderer,
+} from "./events/cloud-event.js";
 export type { StreamCapSettings } from "./events/stream-caps.js";
 export { type TimestampFormatter, timestampFormatter } from "./http/timestamp-formatter.js";
 export type {

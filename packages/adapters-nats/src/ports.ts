@@ -12,8 +12,15 @@ export interface RelayedEvent {
   /** The event's place in the service's one sequence: 1, 2, 3, … with no gap and no repeat. */
   readonly number: number;
   readonly type: RelayedEventType;
-  /** The CloudEvent, serialized as JSON; published as is. */
+  /** The CloudEvent, serialized as JSON; published as is when the NATS server takes its size. */
   readonly body: string;
+  /**
+   * The CloudEvent without its payload, pointing to where it is kept (a claim check, such as the
+   * `dataref` extension): published instead of `body` when `body` is larger than the server's
+   * `max_payload`. Without it, such an event is refused by the client, and the relay retries it
+   * (and holds back every event after it) until the server takes larger messages.
+   */
+  readonly reference?: () => string;
 }
 
 /** The part of the event log the relay reads. */

@@ -158,6 +158,29 @@ describeNeeding(natsServerForTests(), "the JetStream relay", () => {
     expect(failures.slice(1).some((err) => /maximum/i.test(String(err)))).toBe(true);
   });
 
+  it("publishes an event larger than the server's max_payload as its reference, and the events after it as ever", async () => {
+    const log = new MemoryEventLog();
+    log.append(3);
+    // The server's max_payload is 1 MB by default (nats-server's own).
+    log.append(1, 2 * 1024 * 1024);
+    log.append(3);
+    // Within the limit, counting the headers' room: published whole.
+    log.append(1, 1024 * 1024 - 2048);
+    start({ events: log, lease: new MemoryLeaseArbiter().leaseFor("a") });
+
+    const messages = await streamWith(server.url, 8);
+    expectExactly(messages, 1, 8);
+    expect(JSON.parse(messages[3]?.body ?? "")).toEqual({
+      specversion: "1.0",
+      id: "4",
+      type: "post.updated",
+      subject: "4",
+      dataref: "/events/4",
+    });
+    expect(messages[7]?.body.length).toBe(1024 * 1024 - 2048);
+    expect(messages.filter((message) => message.body.includes("dataref"))).toHaveLength(1);
+  });
+
   it("starts a new stream at the oldest event the log still keeps, then resumes by id, not by sequence", async () => {
     const log = new MemoryEventLog();
     log.append(100);

@@ -2,7 +2,13 @@
 import "reflect-metadata";
 import type { AddressInfo } from "node:net";
 import type { HttpAppOptions } from "@posts/adapters-http";
-import { buildHttpApp, buildMetricsApp, cloudEventRenderer, JwtTokenIssuer } from "@posts/adapters-http";
+import {
+  buildHttpApp,
+  buildMetricsApp,
+  cloudEventReference,
+  cloudEventRenderer,
+  JwtTokenIssuer,
+} from "@posts/adapters-http";
 import type { DatabaseHandle, PostCacheView } from "@posts/adapters-postgres";
 import {
   CurrentPosts,
@@ -269,12 +275,14 @@ export function createContainer(config: AppConfig, logger: Logger): DependencyCo
     return {
       name: "event relay",
       start: async () => {
-        // The same CloudEvents as the feed's, so that the stream carries the feed's bytes.
+        // The same CloudEvents as the feed's, so that the stream carries the feed's bytes; an
+        // event too large for the NATS server goes as a reference to the feed's copy.
         const render = cloudEventRenderer(config.APP_TIME_ZONE);
         const events = relayEventLogOf(c.resolve(TOKENS.changeEvents), (event) => ({
           number: event.number,
           type: event.type,
           body: render(event),
+          reference: () => cloudEventReference(event),
         }));
         relay = startEventRelay(config, events, c.resolve(TOKENS.logger));
       },

@@ -102,5 +102,48 @@ describeNeeding(
       const recovered = await streamWith(nats.url, 5);
       expect(recovered.map((message) => Number(message.id))).toEqual([1, 2, 3, 4, 5]);
     });
+
+    it("publishes an event larger than the NATS server's max_payload as a reference whose dataref reads the whole event from the feed", async () => {
+      service ??= await startService({ DATA_DIR: dataDir, NATS_URL: nats.url });
+      const { token } = await registerAndLogIn(service.url);
+      const before = (await readStream(nats.url)).length;
+      // Over nats-server's default max_payload of 1 MB.
+      const content = "가".repeat(700_000);
+      const created = await fetch(
+        `${service.url}/api/v1/posts`,
+        jsonRequest("POST", { title: "big", content }, token),
+      );
+      expect(created.status).toBe(201);
+      const id = idFromLocation(created.headers.get("location"));
+      await fetch(
+        `${service.url}/api/v1/posts`,
+        jsonRequest("POST", { title: "small", content: "c" }, token),
+      );
+
+      const stream = await streamWith(nats.url, before + 2);
+      const [big, small] = stream.slice(before).map((message) => JSON.parse(message.body));
+      const number = Number(big.id);
+      expect(big).toStrictEqual({
+        specversion: "1.0",
+        id: String(number),
+        source: "/api/v1/posts",
+        type: "post.created",
+        subject: String(id),
+        time: expect.any(String),
+        datacontenttype: "application/json",
+        dataref: `/api/v1/posts/events?after=${number - 1}&limit=1`,
+        data: { id },
+      });
+      const referred = (await (await fetch(`${service.url}${big.dataref}`)).json()) as {
+        events: { id: string; time: string; data: { content: string } }[];
+      };
+      expect(referred.events).toHaveLength(1);
+      expect(referred.events[0]?.id).toBe(big.id);
+      expect(referred.events[0]?.time).toBe(big.time);
+      expect(referred.events[0]?.data.content).toBe(content);
+      // The events after it go whole, as ever.
+      expect(small.id).toBe(String(number + 1));
+      expect(small.data.title).toBe("small");
+    });
   },
 );

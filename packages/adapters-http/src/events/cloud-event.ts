@@ -22,6 +22,23 @@ export function cloudEventRenderer(timeZone = "UTC"): CloudEventRenderer {
   return rendererFor(timestampFormatter(timeZone));
 }
 
+/**
+ * The CloudEvent of `event` without its post: the same attributes, `data` `{"id":12}` as for a
+ * deletion, and the `dataref` extension naming where the whole event is kept, the feed's JSON page
+ * that holds it alone (`/api/v1/posts/events?after=41&limit=1` for event 42). For a carrier that
+ * takes no message as large as the post (a NATS server's `max_payload`, 1 MB by default, against
+ * posts of up to the body limit): the consumer reads the whole event there, while the feed
+ * keeps it (its retention).
+ */
+export function cloudEventReference(event: PostChangeEvent): string {
+  return (
+    `{"specversion":"1.0","id":"${event.number}","source":"${CLOUD_EVENT_SOURCE}",` +
+    `"type":"${event.type}","subject":"${event.postId}","time":"${event.occurredAt.toISOString()}",` +
+    `"datacontenttype":"application/json","dataref":"${CLOUD_EVENT_SOURCE}/events?after=${event.number - 1}&limit=1",` +
+    `"data":{"id":${event.postId}}}`
+  );
+}
+
 /** {@link cloudEventRenderer} for a formatter the caller already has. */
 export function rendererFor(format: TimestampFormatter): CloudEventRenderer {
   return (event) => {

@@ -10,15 +10,20 @@ export class MemoryEventLog implements RelayEventLog {
   reads = 0;
 
   /**
-   * Appends `count` events of rotating types, each body padded to at least `bodyBytes`; returns
-   * the last number.
+   * Appends `count` events of rotating types, each body padded to at least `bodyBytes` and with a
+   * reference (`dataref` `/events/<number>`); returns the last number.
    */
   append(count = 1, bodyBytes = 0): number {
     for (let i = 0; i < count; i++) {
       const number = this.last() + 1;
       const type = TYPES[number % TYPES.length] as RelayedEventType;
-      const body = JSON.stringify({ specversion: "1.0", id: String(number), type, subject: String(number) });
-      this.#events.push({ number, type, body: body.padEnd(bodyBytes) });
+      const attributes = { specversion: "1.0", id: String(number), type, subject: String(number) };
+      this.#events.push({
+        number,
+        type,
+        body: JSON.stringify(attributes).padEnd(bodyBytes),
+        reference: () => JSON.stringify({ ...attributes, dataref: `/events/${number}` }),
+      });
     }
     for (const wake of this.#waiters) wake();
     return this.last();
