@@ -2,13 +2,16 @@ import { existsSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { FailoverTopology, NODES, startFailoverTopology } from "./failover.js";
+import { measureWrites, writeTable } from "./failover-measure.js";
 import { isAlive } from "./processes.js";
 
 /**
  * `pnpm failover up|down|status`: the failover topology on this machine, in FAILOVER_DIR
  * (default `<tmp>/posts-failover`). `up` starts it and returns, leaving it running (in place of
  * one that `down` stopped there); `down` stops every process it recorded, by pid; `status` says
- * which recorded processes are alive and what Patroni says of each node.
+ * which recorded processes are alive and what Patroni says of each node; `measure` prints what
+ * the synchronous standby costs writes against asynchronous replication on the running topology
+ * (MEASURE_SECONDS, MEASURE_ROUNDS, MEASURE_CONNECTIONS; defaults 10, 3, 16).
  */
 async function main(command: string | undefined): Promise<number> {
   const dir = process.env.FAILOVER_DIR ?? join(tmpdir(), "posts-failover");
@@ -38,6 +41,17 @@ async function main(command: string | undefined): Promise<number> {
       say(`stopped every process recorded in ${dir}`);
       return 0;
     }
+    case "measure": {
+      const number = (name: string, fallback: number) => Number(process.env[name] ?? fallback);
+      const results = await measureWrites(new FailoverTopology(dir), {
+        seconds: number("MEASURE_SECONDS", 10),
+        rounds: number("MEASURE_ROUNDS", 3),
+        connections: number("MEASURE_CONNECTIONS", 16),
+        say,
+      });
+      process.stdout.write(`${writeTable(results)}\n`);
+      return 0;
+    }
     case "status": {
       const topology = new FailoverTopology(dir);
       const entries = topology.processes.entries();
@@ -52,7 +66,9 @@ async function main(command: string | undefined): Promise<number> {
       return 0;
     }
   }
-  console.error("usage: pnpm failover up | down | status   (FAILOVER_DIR, default <tmp>/posts-failover)");
+  console.error(
+    "usage: pnpm failover up | down | status | measure   (FAILOVER_DIR, default <tmp>/posts-failover)",
+  );
   return 2;
 }
 

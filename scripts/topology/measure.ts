@@ -78,7 +78,8 @@ async function metricSum(topology: Topology, metric: string): Promise<number> {
   return sum;
 }
 
-function percentile(sorted: readonly number[], p: number): number {
+/** The `p` quantile (0..1) of ascending `sorted`; 0 when it is empty. */
+export function percentile(sorted: readonly number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))] ?? 0;
 }
 
@@ -257,7 +258,7 @@ export async function measure(
 }
 
 /** The median of `values` (the upper one of an even count). */
-function median(values: readonly number[]): number {
+export function median(values: readonly number[]): number {
   return [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? 0;
 }
 
