@@ -39,7 +39,10 @@ async function setReplication(
     throw new Error(`Patroni refused the configuration: ${response.status} ${await response.text()}`);
   const deadline = performance.now() + 60_000;
   while (performance.now() < deadline) {
-    const [row] = await sql<{ names: string }>(topology.nodeUrl(leader), "SELECT current_setting('synchronous_standby_names') AS names");
+    const [row] = await sql<{ names: string }>(
+      topology.nodeUrl(leader),
+      "SELECT current_setting('synchronous_standby_names') AS names",
+    );
     if (((row?.names ?? "") !== "") === synchronous) return;
     await sleep(500);
   }
