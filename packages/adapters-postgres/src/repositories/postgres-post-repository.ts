@@ -234,12 +234,23 @@ export class PostgresPostRepository implements PostRepository {
     return this.#cache?.holds(post) ?? false;
   }
 
-  async update(update: PostUpdate): Promise<Result<Post, OwnedWriteFailure>> {
+  /**
+   * A post whose content is over `OUTLINE_ABOVE_BYTES` (64 KiB) after the change comes as an
+   * outline, its content not read back.
+   */
+  async update(update: PostUpdate): Promise<Result<ReadPost, OwnedWriteFailure>> {
     const updated = await this.#writing(() => this.#owned.update(update));
-    // The next page that lists a post it holds finds this version here.
     if (updated.ok) {
-      this.#cache?.replace(updated.value);
-      this.#current?.written(updated.value);
+      const post = updated.value;
+      if (isWhole(post)) {
+        // The next page that lists a post it holds finds this version here.
+        this.#cache?.replace(post);
+        this.#current?.written(post);
+      } else {
+        // The version held, if any, is no longer current, and this one was not read whole.
+        this.#cache?.forget(post.id);
+        this.#current?.deleted(post.id);
+      }
       this.#onChange();
     }
     return updated;

@@ -1,6 +1,6 @@
 import { createPostgresDatabase, PostgresPostRepository } from "@posts/adapters-postgres";
 import type { TestDatabase } from "@posts/adapters-postgres/testing";
-import type { Post, PostUpdate, Result } from "@posts/domain";
+import type { Post, PostUpdate, ReadPost, Result } from "@posts/domain";
 import { sql } from "kysely";
 import { beforeEach, describe, expect, it } from "vitest";
 import { describeOnEachEngine, serverOnly, serverUrl, useTestDatabase } from "../use-test-database.js";
@@ -182,7 +182,7 @@ describeOnEachEngine("PostgresPostRepository on %s", (engine) => {
     async () => {
       const author = await anAuthor(database());
       const first = await aPost(database(), author.id);
-      const updated: Result<Post, string> = await whileLocked(
+      const updated: Result<ReadPost, string> = await whileLocked(
         database(),
         sql`DELETE FROM posts WHERE id = ${first.id}`,
         () =>

@@ -161,8 +161,13 @@ export interface PostRepository {
    * `updatedAt = nextUpdatedAt(stored updatedAt, now)`; `createdAt` never changes.
    * Fails with "not-found" when no post has the id, else "not-author" when someone else wrote it,
    * else "version-mismatch" when `expectedVersions` is given and the post's version is none of them.
+   * Answers the post as this update left it (its `updatedAt` is the new version); a post whose
+   * content is large may come as a {@link PostOutline}, as from {@link findById}, so that a
+   * change of a title does not read megabytes of content back. Its content at that version is
+   * then the content this update stored when `changes.content` was given; otherwise only
+   * {@link findWhole} can tell it, and only while no later change has moved the post on.
    */
-  update(update: PostUpdate): Promise<Result<Post, OwnedWriteFailure>>;
+  update(update: PostUpdate): Promise<Result<ReadPost, OwnedWriteFailure>>;
 
   /**
    * Removes the post if `authorId` wrote it. Fails with "not-found" when no post has the id,

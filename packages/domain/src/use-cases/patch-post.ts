@@ -1,7 +1,7 @@
 import type { DomainErrorOf, FieldError } from "../errors.js";
 import { parseId } from "../ids.js";
 import type { ExpectedVersions } from "../ports/post-repository.js";
-import type { Post, PostChanges } from "../post.js";
+import type { PostChanges, ReadPost } from "../post.js";
 import { checkContent, checkTitle } from "../post-rules.js";
 import type { Principal } from "../principal.js";
 import { err, ok, type Result } from "../result.js";
@@ -32,13 +32,15 @@ export interface PatchPostCommand {
  * version check, and updatedAt (the new version) moves strictly forward.
  * A post that is gone while the client names versions of it has changed since they saw it:
  * "version-mismatch", so that writers racing with a deletion all learn that their version is stale.
+ * Answers the post as the change left it, whole or, when its content is large, as the
+ * repository's outline (see `PostRepository.update`).
  */
 export async function patchPost(
   deps: Pick<Dependencies, "posts" | "clock">,
   command: PatchPostCommand,
 ): Promise<
   Result<
-    Post,
+    ReadPost,
     DomainErrorOf<"empty-patch" | "validation" | "post-not-found" | "not-post-author" | "version-mismatch">
   >
 > {

@@ -3,16 +3,17 @@ import {
   err,
   type OwnedWriteFailure,
   ok,
-  type Post,
   type PostDeletion,
   type PostUpdate,
+  type ReadPost,
   type Result,
 } from "@posts/domain";
 import { type Kysely, type RawBuilder, sql } from "kysely";
 import { type PreparedStatement, prepare } from "../../connection/prepare.js";
 import { parseInt8 } from "../../connection/type-parsers.js";
-import { type PostRow, toPost } from "../../rows/post-row.js";
+import { type ReadRow, toReadPost } from "../../rows/post-row.js";
 import type { Database } from "../../schema/database.js";
+import { OUTLINE_ABOVE_BYTES } from "./read-statements.js";
 import { loadError } from "./turn-batches.js";
 import { writesTogether } from "./writes-together.js";
 
@@ -30,8 +31,11 @@ interface OwnedWriteRow {
   readonly remains: boolean;
 }
 
-/** An update's answer: the post as changed, or nulls when it did not change. */
-type UpdateRow = OwnedWriteRow & { readonly [K in keyof PostRow]: PostRow[K] | null };
+/**
+ * An update's answer: the post as changed, its content only up to `OUTLINE_ABOVE_BYTES` (as the
+ * reads select it), or nulls when it did not change.
+ */
+type UpdateRow = OwnedWriteRow & { readonly [K in keyof ReadRow]: ReadRow[K] | null };
 
 /** A delete's answer: the id of the post removed, or null when none was. */
 type DeleteRow = OwnedWriteRow & { readonly deleted_id: number | null };
@@ -57,6 +61,16 @@ interface ManyUpdateValues {
   /** Each update's expected versions as an array literal (`{…,…}`), or null. */
   readonly versions: readonly (string | null)[];
 }
+
+/**
+ * What an update answers of the content: the content when it is at most `OUTLINE_ABOVE_BYTES`,
+ * else `null` (an outline), and its size either way, as the reads answer it. Why: a change of the
+ * title of a post of megabytes would otherwise send the whole content back, which the service
+ * then holds outside the budget of large posts; `octet_length` of a stored (TOASTed) content
+ * reads only its header, and a content the update did not change stays where it was stored.
+ */
+const CONTENT_OR_SIZE = sql`CASE WHEN octet_length(p.content) <= ${sql.lit(OUTLINE_ABOVE_BYTES)} THEN p.content END AS content,
+          octet_length(p.content) AS content_bytes`;
 
 /** A deletion's values; `versions` as in {@link UpdateValues}. */
 interface DeleteValues {
@@ -110,11 +124,12 @@ export class OwnedWrites {
               updated_at = GREATEST(${p.now}::timestamptz, p.updated_at + interval '1 millisecond')
           FROM target
           WHERE p.id = target.id AND target.user_id = ${p.authorId} AND ${versionMatches(p.versions)}
-          RETURNING p.id, p.title, p.content, p.created_at, p.updated_at, p.user_id
+          RETURNING p.id, p.title, ${CONTENT_OR_SIZE}, p.created_at, p.updated_at, p.user_id
         ), ${remainsAfterLostRace(p, sql`updated`)}
         SELECT target.user_id AS owner_id, target.updated_at AS seen_version,
                EXISTS (SELECT FROM remains) AS remains,
-               updated.id, updated.title, updated.content, updated.created_at, updated.updated_at,
+               updated.id, updated.title, updated.content, updated.content_bytes,
+               updated.created_at, updated.updated_at,
                users.id AS author_id, users.email AS author_email
         FROM target
         LEFT JOIN updated ON true
@@ -150,7 +165,7 @@ export class OwnedWrites {
           WHERE p.id = target.id AND target.user_id = target.author_id
             AND p.id = ANY(ARRAY(SELECT id FROM locked))
             AND (target.versions IS NULL OR p.updated_at = ANY(target.versions))
-          RETURNING target.ord, p.id, p.title, p.content, p.created_at, p.updated_at, p.user_id
+          RETURNING target.ord, p.id, p.title, ${CONTENT_OR_SIZE}, p.created_at, p.updated_at, p.user_id
         ), remains AS (
           SELECT target.ord FROM target JOIN posts ON posts.id = target.id
           WHERE NOT EXISTS (SELECT FROM updated WHERE updated.ord = target.ord)
@@ -159,7 +174,8 @@ export class OwnedWrites {
         )
         SELECT target.ord, target.user_id AS owner_id, target.updated_at AS seen_version,
                EXISTS (SELECT FROM remains WHERE remains.ord = target.ord) AS remains,
-               updated.id, updated.title, updated.content, updated.created_at, updated.updated_at,
+               updated.id, updated.title, updated.content, updated.content_bytes,
+               updated.created_at, updated.updated_at,
                users.id AS author_id, users.email AS author_email
         FROM target
         LEFT JOIN updated ON updated.ord = target.ord
@@ -187,7 +203,7 @@ export class OwnedWrites {
   }
 
   /** `PostRepository.update`. */
-  async update(update: PostUpdate): Promise<Result<Post, OwnedWriteFailure>> {
+  async update(update: PostUpdate): Promise<Result<ReadPost, OwnedWriteFailure>> {
     const { title, content } = update.changes;
     const values: UpdateValues = {
       id: update.id,
@@ -200,7 +216,7 @@ export class OwnedWrites {
     const row = await this.#updates(values);
     if (row === undefined) return err("not-found");
     if (!changed(row)) return err(whyNot(row, update));
-    return ok(toPost(row));
+    return ok(toReadPost(row));
   }
 
   async #updateOne(values: UpdateValues): Promise<UpdateRow | undefined> {
@@ -317,6 +333,6 @@ function arrayLiteral(versions: readonly string[] | null): string | null {
   return versions === null ? null : `{${versions.join(",")}}`;
 }
 
-function changed(row: UpdateRow): row is UpdateRow & PostRow {
+function changed(row: UpdateRow): row is UpdateRow & ReadRow {
   return row.id !== null;
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { isWhole, type Post, type PostChanges } from "../../post.js";
+import { isWhole, type Post, type PostChanges, type ReadPost } from "../../post.js";
 import { aPost, aUser } from "../builders.js";
 import { boundedSearchContract } from "./bounded-search-contract.js";
 import { conditionalWritesContract } from "./conditional-writes-contract.js";
@@ -213,8 +213,35 @@ export function postRepositoryContract(
           });
         } else expectSameText(found?.content, LONG_CONTENT);
 
+        // update may answer it as an outline too: the post as changed, its new content's size.
         const changed = `${LONG_CONTENT}끝`;
-        await updateByAuthor(post, { changes: { content: changed }, now: at(1) });
+        for (const changes of [{ content: changed }, { title: "retitled" }]) {
+          const updated = await updateByAuthor(post, { changes, now: at(1) });
+          if (!updated.ok) throw new Error(`update failed: ${updated.error}`);
+          const { content: _, updatedAt: __, ...kept } = post;
+          const answered = updated.value;
+          expect(answered.updatedAt.getTime()).toBeGreaterThan(post.updatedAt.getTime());
+          expect(answered.title).toBe(changes.title ?? post.title);
+          if (isWhole(answered)) expectSameText(answered.content, changed);
+          else {
+            expect(answered).toStrictEqual({
+              ...kept,
+              title: answered.title,
+              updatedAt: answered.updatedAt,
+              contentBytes: new TextEncoder().encode(changed).length,
+            });
+          }
+          // What it answered is the version stored.
+          const fields = (p: ReadPost | undefined) =>
+            p && {
+              id: p.id,
+              title: p.title,
+              createdAt: p.createdAt,
+              updatedAt: p.updatedAt,
+              author: p.author,
+            };
+          expect(fields(await fixture().posts.findWhole(post.id))).toStrictEqual(fields(answered));
+        }
         expectSameText((await fixture().posts.findWhole(post.id))?.content, changed);
       });
     });
