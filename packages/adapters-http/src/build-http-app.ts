@@ -9,15 +9,18 @@ import { routeGuards } from "./auth/route-guards.js";
 import { clientErrorHandler } from "./errors/client-error-handler.js";
 import { envelopeBuilder, envelopeSender } from "./errors/error-envelope.js";
 import { errorHandler } from "./errors/error-handler.js";
+import { HTTP_MESSAGES } from "./errors/http-messages.js";
 import { notFoundBeforeBody, notFoundHandler } from "./errors/not-found-handler.js";
 import { rendererFor } from "./events/cloud-event.js";
 import type { EventFeedStats } from "./events/event-feed-stats.js";
 import { bodyEncodingCheck } from "./http/body-encoding-check.js";
+import { ByteBudget } from "./http/byte-budget.js";
 import { expectContinue } from "./http/expect-continue.js";
 import { gracefulClose } from "./http/graceful-close.js";
 import { hostCheck } from "./http/host-check.js";
 import { jsonObjectValidatorCompiler } from "./http/json-object-validator-compiler.js";
 import { JsonThread } from "./http/json-thread.js";
+import { largeBodies } from "./http/large-bodies.js";
 import { lingeringClose } from "./http/lingering-close.js";
 import { helmetHeaders, securityHeaders } from "./http/security-headers.js";
 import { useStrictUtf8JsonParser } from "./http/strict-utf8-json-parser.js";
@@ -27,7 +30,11 @@ import { metrics } from "./operations/metrics.js";
 import { openApi } from "./operations/openapi.js";
 import { operationalRoutes } from "./operations/operational-routes.js";
 import { eventRoutes } from "./routes/event-routes.js";
-import { largePosts } from "./routes/large-posts.js";
+import {
+  DEFAULT_LARGE_POST_BUDGET_BYTES,
+  DEFAULT_LARGE_POST_WAIT_MS,
+  largePosts,
+} from "./routes/large-posts.js";
 import { postEntityTags } from "./routes/post-entity-tags.js";
 import { postRoutes } from "./routes/post-routes.js";
 import { postSerializer } from "./routes/post-serializer.js";
@@ -139,6 +146,19 @@ export async function buildHttpApp(options: HttpAppOptions): Promise<FastifyInst
   await app.register(authentication, options.jwt);
   app.addHook("onRequest", notFoundBeforeBody(app, sendEnvelope));
   await app.register(bodyEncodingCheck, { sendEnvelope });
+  // A budget of its own: a PATCH holds its large body's room while it waits for room for its
+  // answer among the large posts' reads, which never wait for a body's, so neither waits on itself.
+  const bodies = new ByteBudget(options.largePosts?.bodyBudgetBytes ?? DEFAULT_LARGE_POST_BUDGET_BYTES);
+  // After the checks that refuse a body without reading it, so that those never wait for room.
+  await app.register(largeBodies, {
+    budget: bodies,
+    waitMs: options.largePosts?.waitMs ?? DEFAULT_LARGE_POST_WAIT_MS,
+    bodyLimit: options.bodyLimit,
+    busy: (reply) =>
+      sendEnvelope(reply.header("retry-after", String(retryAfterSeconds)), 503, {
+        message: HTTP_MESSAGES.unavailable,
+      }),
+  });
   // Before every route: @fastify/swagger collects routes as they are added.
   await app.register(openApi);
   // Set by the event routes, registered after the metrics that read it.
@@ -158,6 +178,7 @@ export async function buildHttpApp(options: HttpAppOptions): Promise<FastifyInst
       primaryStats: options.primaryStats,
       writesRefused: () => writesRefused,
       largePostStats: () => reads.stats(),
+      largeBodyStats: () => bodies.stats(),
     });
   }
 

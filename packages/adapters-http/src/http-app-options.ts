@@ -205,9 +205,15 @@ export interface LargePostSettings {
    */
   readonly budgetBytes?: number;
   /**
+   * The most bytes of request bodies over `LARGE_BODY_ABOVE_BYTES` (64 KiB) read and being
+   * handled at once, over the whole process: a budget of its own, beside `budgetBytes`. A body
+   * larger than this is read alone. Default `DEFAULT_LARGE_POST_BUDGET_BYTES`.
+   */
+  readonly bodyBudgetBytes?: number;
+  /**
    * How long a request waits for room before it is answered 503 with Retry-After, in ms; a page
-   * waits so only for its first large post, before anything is sent. Default
-   * `DEFAULT_LARGE_POST_WAIT_MS`.
+   * waits so only for its first large post, before anything is sent; a large body, before it
+   * is read. Default `DEFAULT_LARGE_POST_WAIT_MS`.
    */
   readonly waitMs?: number;
 }

@@ -1,4 +1,5 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from "fastify";
+import { NO_ROOM_FOR_BODY } from "../http/large-bodies.js";
 import type { SendEnvelope } from "./error-envelope.js";
 import { HTTP_MESSAGES } from "./http-messages.js";
 
@@ -40,6 +41,11 @@ export function errorHandler(options: ErrorHandlerOptions) {
   return (error: FastifyError, request: FastifyRequest, reply: FastifyReply): FastifyReply => {
     const known = FRAMEWORK_ERRORS[error.code];
     if (known !== undefined) return sendEnvelope(reply, known.status, { message: known.message });
+    // A chunked body that found no room in the budget of large bodies: refused before the route ran.
+    if (error.code === NO_ROOM_FOR_BODY) {
+      reply.header("retry-after", String(retryAfterSeconds));
+      return sendEnvelope(reply, SERVICE_UNAVAILABLE, { message: HTTP_MESSAGES.unavailable });
+    }
 
     if (recognizes(isUnavailable, error, request)) {
       request.log.warn({ err: error }, "dependency unavailable");

@@ -43,6 +43,8 @@ export interface MetricsOptions {
   /** Writes (POST, PUT, PATCH, DELETE) answered 503 because the database was unavailable, so far. */
   readonly writesRefused?: (() => number) | undefined;
   readonly largePostStats?: (() => ByteBudgetStats) | undefined;
+  /** The budget of large request bodies; absent: no gauges for it. */
+  readonly largeBodyStats?: (() => ByteBudgetStats) | undefined;
 }
 
 const plugin: FastifyPluginCallback<MetricsOptions> = (app, options, done) => {
@@ -55,6 +57,7 @@ const plugin: FastifyPluginCallback<MetricsOptions> = (app, options, done) => {
   if (options.eventFeedStats !== undefined) registerEventFeedMetrics(registry, options.eventFeedStats);
   registerFailoverMetrics(registry, options.primaryStats, options.writesRefused);
   if (options.largePostStats !== undefined) registerLargePostGauges(registry, options.largePostStats);
+  if (options.largeBodyStats !== undefined) registerLargeBodyGauges(registry, options.largeBodyStats);
   const requests = new RequestMetrics();
   for (const metric of requests.metrics()) registry.registerMetric(metric);
 
@@ -224,6 +227,26 @@ function registerLargePostGauges(registry: Registry, stats: () => ByteBudgetStat
   });
 }
 
+/** The budget of large request bodies (docs/posts.md#large-posts), read when scraped. */
+function registerLargeBodyGauges(registry: Registry, stats: () => ByteBudgetStats): void {
+  new Gauge({
+    name: "large_body_bytes_held",
+    help: "Bytes of large request bodies being read and handled now, within their budget",
+    registers: [registry],
+    collect() {
+      this.set(stats().heldBytes);
+    },
+  });
+  new Gauge({
+    name: "large_bodies_waiting",
+    help: "Large request bodies waiting for room in their budget before they are read",
+    registers: [registry],
+    collect() {
+      this.set(stats().waiting);
+    },
+  });
+}
+
 /**
  * Prometheus metrics on the app's own registry, served at GET /metrics (of this app when
  * `route`, else of `buildMetricsApp`'s): the process's default
@@ -237,6 +260,7 @@ function registerLargePostGauges(registry: Registry, stats: () => ByteBudgetStat
  * `db_standby_fallback_reads_total{reason}`, `db_standby_position_queries_total` and
  * `db_standby_reads_without_primary_total`; given `eventFeedStats`, the change feed's (see
  * `registerEventFeedMetrics`); given `largePostStats`, `large_post_bytes_held` and
- * `large_post_reads_waiting`.
+ * `large_post_reads_waiting`; given `largeBodyStats`, `large_body_bytes_held` and
+ * `large_bodies_waiting`.
  */
 export const metrics = fp(plugin, { name: "posts-metrics", fastify: "5.x" });

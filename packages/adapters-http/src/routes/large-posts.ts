@@ -17,9 +17,10 @@ export const DEFAULT_LARGE_POST_BUDGET_BYTES = 16 * 1024 * 1024;
 export const DEFAULT_LARGE_POST_WAIT_MS = 10_000;
 
 /**
- * How many times a page that has begun tries to read one of its large posts: a failure there
- * (no pooled connection in time, a statement timeout) can no longer be answered 503, only by
- * cutting the answer short, so a passing one is tried again first.
+ * How many times a page that has begun, or the answer of a committed change, tries to read one
+ * of its large posts: a failure there (no pooled connection in time, a statement timeout) can no
+ * longer be answered 503 (the page is cut short, the change answered 500), so a passing one is
+ * tried again first.
  */
 const MID_PAGE_ATTEMPTS = 3;
 /** How long a page waits before it tries a failed read again, in ms. */
@@ -42,6 +43,20 @@ export interface LargePosts {
    * was sent (or abandoned).
    */
   read(outline: PostOutline): Promise<HeldPost | "busy" | undefined>;
+  /**
+   * Room for `bytes` of a post about to be written from what the request brought (a PATCH's
+   * large content), taken before the change so that a busy instance refuses it first: the
+   * function that gives it back, or `undefined`, having taken nothing, when it did not fit
+   * within the wait.
+   */
+  room(bytes: number): Promise<(() => void) | undefined>;
+  /**
+   * `outline`, the answer of a change that has committed, read whole once its bytes fit, waiting
+   * as long as that takes (a change must not be answered 503) and trying a failed read again:
+   * "busy" only when `signal` aborted (the client is gone), `undefined` when the post is gone by
+   * then. What is read may be a later version than the outline's; the caller compares `updatedAt`.
+   */
+  readChanged(outline: PostOutline, signal: AbortSignal): Promise<HeldPost | "busy" | undefined>;
   /**
    * The JSON of `page` as a stream, whose first large post `first` holds already (as `read`
    * answered it): each further large post is read when the stream gets to it, waiting for room
@@ -99,6 +114,10 @@ export function largePosts(
 
   return {
     read: (outline) => readWithin(outline, { timeoutMs: waitMs }),
+
+    room: (bytes) => budget.take(bytes, { timeoutMs: waitMs }),
+
+    readChanged: (outline, signal) => readWithin(outline, { signal, attempts: MID_PAGE_ATTEMPTS }),
 
     pageStream: (page, first, response) => {
       const gone = new AbortController();

@@ -10,6 +10,7 @@ import {
   parseEntityTagCondition,
 } from "../http/entity-tag-condition.js";
 import { jsonObjectBody } from "../http/json-object-validator-compiler.js";
+import { LARGE_BODY_ABOVE_BYTES } from "../http/large-bodies.js";
 import { isDigitId } from "../schemas/common-schemas.js";
 import {
   CreatePostRouteSchema,
@@ -18,6 +19,7 @@ import {
   ListPostsRouteSchema,
   PatchPostRouteSchema,
 } from "../schemas/post-route-schemas.js";
+import type { HeldPost } from "./large-posts.js";
 import { absoluteUrl, type RouteContext } from "./route-context.js";
 
 const POSTS = "/api/v1/posts";
@@ -28,6 +30,17 @@ const JSON_TYPE = "application/json; charset=utf-8";
 /** Sends the JSON the serializer wrote; the route's response schema stays for OpenAPI only. */
 function sendJson(reply: FastifyReply, json: Buffer): FastifyReply {
   return reply.header("content-type", JSON_TYPE).send(json);
+}
+
+/**
+ * The UTF-8 size of a PATCH's content when it is over `LARGE_BODY_ABOVE_BYTES`, else `undefined`
+ * (also when it is no string, which the use case refuses). A text of fewer characters than a
+ * third of the threshold is within it, at three bytes a UTF-16 unit at most, and is not measured.
+ */
+function largeContentBytes(content: unknown): number | undefined {
+  if (typeof content !== "string" || content.length * 3 <= LARGE_BODY_ABOVE_BYTES) return undefined;
+  const bytes = Buffer.byteLength(content);
+  return bytes > LARGE_BODY_ABOVE_BYTES ? bytes : undefined;
 }
 
 /** Sets the ETag of an answer that carries one post or a page. */
@@ -147,15 +160,53 @@ export const postRoutes: FastifyPluginCallback<RouteContext> = (app, ctx, done) 
     { onRequest: [guards.requireDigitId, guards.requireUser], schema: PatchPostRouteSchema },
     async (request, reply) => {
       const body = jsonObjectBody(request.body);
-      const result = await patchPost(deps, {
-        principal: authenticated(request),
-        postId: idParam(request),
-        title: body.title,
-        content: body.content,
-        expectedVersions: expectedVersions(request),
-      });
-      if (!result.ok) return sendDomainError(reply, result.error, sendEnvelope);
-      return sendJson(tagged(reply, entityTags.post(result.value)), await serializer.post(result.value));
+      // A large content is written back in the answer: room for it is taken before anything
+      // changes, so that a busy instance answers 503 while it still may.
+      const bytes = largeContentBytes(body.content);
+      const room = bytes === undefined ? undefined : await largePosts.room(bytes);
+      if (bytes !== undefined && room === undefined) return busy(reply);
+      const giveBack = room ?? (() => {});
+      let result: Awaited<ReturnType<typeof patchPost>>;
+      try {
+        result = await patchPost(deps, {
+          principal: authenticated(request),
+          postId: idParam(request),
+          title: body.title,
+          content: body.content,
+          expectedVersions: expectedVersions(request),
+        });
+      } catch (error) {
+        giveBack();
+        throw error;
+      }
+      if (!result.ok) {
+        giveBack();
+        return sendDomainError(reply, result.error, sendEnvelope);
+      }
+      const changed = result.value;
+      if (isWhole(changed)) {
+        reply.raw.once("close", giveBack);
+        return sendJson(tagged(reply, entityTags.post(changed)), await serializer.post(changed));
+      }
+      // An outline: the change has committed, so from here on nothing answers 503.
+      let held: HeldPost | "busy" | undefined;
+      if (typeof body.content === "string") {
+        // The content this change stored is the one it sent: the post at this version, exactly.
+        const { contentBytes: _, ...post } = changed;
+        held = { post: { ...post, content: body.content }, release: giveBack };
+      } else {
+        // Only the title changed: the content is read once it fits, waiting as long as it takes.
+        const gone = new AbortController();
+        reply.raw.once("close", () => gone.abort());
+        held = await largePosts.readChanged(changed, gone.signal);
+      }
+      if (held === "busy") return reply; // the client is gone: no one to answer
+      // Deleted since this change: the post is gone, as any request now finds it.
+      if (held === undefined) return sendDomainError(reply, { kind: "post-not-found" }, sendEnvelope);
+      // The version read, which is this change's unless a later one committed in between: its
+      // ETag then names the later version, which the answer holds (docs/posts.md#large-posts).
+      tagged(reply, entityTags.post(held.post));
+      return reply.header("content-type", JSON_TYPE).send(largePosts.postStream(held, reply.raw));
     },
   );
 

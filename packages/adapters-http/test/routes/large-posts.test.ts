@@ -1,33 +1,9 @@
-import type { Post, PostRepository, ReadPost } from "@posts/domain";
+import type { Post } from "@posts/domain";
 import { aPost } from "@posts/domain/testing";
 import { describe, expect, it } from "vitest";
 import { expectEnvelope } from "../support/expectations.js";
+import { outliningRepository } from "../support/outlining-repository.js";
 import { buildTestApp, type TestApp } from "../support/test-app.js";
-
-// A content longer than this comes as an outline from the repository below, as PostgreSQL's does
-// past its own threshold.
-const OUTLINE_ABOVE = 1000;
-
-/** `posts` answering large posts as outlines, their whole reads waiting for `gate` when given. */
-function outliningRepository(posts: PostRepository, gate?: { opened: Promise<void> }): PostRepository {
-  const outline = (post: ReadPost): ReadPost => {
-    if (post.content === undefined || post.content.length <= OUTLINE_ABOVE) return post;
-    const { content, ...rest } = post;
-    return { ...rest, contentBytes: Buffer.byteLength(content) };
-  };
-  return {
-    ...posts,
-    findById: async (id) => {
-      const post = await posts.findById(id);
-      return post === undefined ? undefined : outline(post);
-    },
-    listPage: async (query) => (await posts.listPage(query)).map(outline),
-    findWhole: async (id) => {
-      await gate?.opened;
-      return posts.findWhole(id);
-    },
-  };
-}
 
 /** Posts of the app's author, the odd ones large (with escapes and characters beyond ASCII). */
 async function seed(testApp: TestApp): Promise<Post[]> {
