@@ -5,7 +5,7 @@ import { onSources, reporters } from "./vitest.shared.js";
 /**
  * The app's tests that need the machine to themselves: those that start several instances of the
  * service at once, those that hold one process to a latency bound (a stall of 250 ms is what
- * they catch, and a saturated machine makes one of its own), and the one that sends gigabytes of large posts through one process to bound its memory
+ * they catch, and a saturated machine makes one of its own), and the ones that send gigabytes of large posts through one process to bound its memory
  * (a load that would stall the others, and whose answers within the wait for room depend on the
  * cores it gets).
  */
@@ -15,6 +15,7 @@ const ALONE = [
   "test/chaos/**/*.test.ts",
   "test/reliability/embedded-large-post-stall.test.ts",
   "test/reliability/large-post-reads.test.ts",
+  "test/reliability/large-post-writes.test.ts",
 ];
 
 /**
