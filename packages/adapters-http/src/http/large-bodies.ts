@@ -114,8 +114,13 @@ const plugin: FastifyPluginCallback<LargeBodiesOptions> = (app, options, done) =
     }
     take(length, reply.raw).then(
       (granted) => {
-        if (granted) next(null, payload);
-        else busy(reply);
+        if (!granted) {
+          busy(reply);
+          return;
+        }
+        // `expectContinue` left asking for a large body to this point: it has room now.
+        if (/\b100-continue\b/i.test(request.headers.expect ?? "")) reply.raw.writeContinue();
+        next(null, payload);
       },
       (error: unknown) => next(error as Error),
     );
@@ -126,8 +131,9 @@ const plugin: FastifyPluginCallback<LargeBodiesOptions> = (app, options, done) =
 /**
  * Bounds the bytes of large request bodies held at once over the process: a body whose
  * `Content-Length` is over {@link LARGE_BODY_ABOVE_BYTES} (and within the body limit) waits for
- * room for that many bytes before a byte of it is read; a chunked one is read until it passes
- * that size, then waits for room for the body limit. Room comes in the order asked (`ByteBudget`)
+ * room for that many bytes before a byte of it is read (and, when the client expects it, before
+ * `100 Continue` asks for it); a chunked one is read until it passes that size, then waits for
+ * room for the body limit. Room comes in the order asked (`ByteBudget`)
  * and is held until the response is done, so it covers the body, its parsed text and the
  * statement that stores it. No room within `waitMs`: 503 with Retry-After (an error with code
  * {@link NO_ROOM_FOR_BODY} for a chunked body, which the error handler answers so), before the

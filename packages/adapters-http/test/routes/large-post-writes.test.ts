@@ -4,6 +4,7 @@ import type { Post } from "@posts/domain";
 import { aPost } from "@posts/domain/testing";
 import { describe, expect, it } from "vitest";
 import { expectEnvelope } from "../support/expectations.js";
+import { headOnly } from "../support/head-only.js";
 import { outliningRepository } from "../support/outlining-repository.js";
 import { send } from "../support/send-request.js";
 import { buildTestApp, type TestApp } from "../support/test-app.js";
@@ -79,6 +80,13 @@ describe("large writes within a budget", () => {
         expect(refused.headers["retry-after"]).toBe("5");
         expect(JSON.parse(refused.body)).toMatchObject({ status: 503, error: "Service Unavailable" });
       }
+      // A client that waits to be asked for its large body is answered 503 instead, never asked.
+      const expecting = (length: number) =>
+        `PATCH /api/v1/posts/${post.id} HTTP/1.1\r\nHost: localhost\r\nX-AUTH-TOKEN: ${author.token}\r\n` +
+        `Content-Type: application/json\r\nContent-Length: ${length}\r\nExpect: 100-continue\r\n\r\n`;
+      const unasked = await headOnly(port, expecting(70_100), SETTINGS.waitMs + 1500);
+      expect(unasked).toMatch(/^HTTP\/1\.1 503 /);
+      expect(unasked).not.toContain("100 Continue");
       expect(await testApp.deps.posts.findWhole(post.id)).toStrictEqual(post);
       expect(await postsNow()).toBe(1);
       expect(await metricsOf(testApp)).toMatch(/^large_bodies_waiting 0$/m);
@@ -90,6 +98,9 @@ describe("large writes within a budget", () => {
 
       // The stalled request's room is given back when its connection goes: the same requests pass.
       holder.destroy();
+      await expect.poll(() => metricsOf(testApp)).toMatch(/^large_body_bytes_held 0$/m);
+      // With room, the client is asked for its body.
+      expect(await headOnly(port, expecting(70_100))).toBe("HTTP/1.1 100 Continue\r\n\r\n");
       await expect.poll(() => metricsOf(testApp)).toMatch(/^large_body_bytes_held 0$/m);
       const changed = await patch({ content: LARGE });
       expect(changed.status).toBe(200);
