@@ -112,7 +112,9 @@ export const BODY_REFUSALS = {
 
 const SERVER_FAILURES = {
   500: envelopeResponse("Unexpected failure; carries no internal detail"),
-  503: retryLaterResponse("Database unavailable, or the instance is shutting down; see Retry-After"),
+  503: retryLaterResponse(
+    "Database unavailable, the instance shutting down, or no room for a large body or post within the wait; see Retry-After",
+  ),
 } as const;
 
 /**

@@ -518,7 +518,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description Database unavailable, or the instance is shutting down; see Retry-After */
+            /** @description Database unavailable, the instance shutting down, or no room for a large body or post within the wait; see Retry-After */
             503: {
                 headers: {
                     /** @description Seconds to wait before trying again */
@@ -607,7 +607,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description Database unavailable, or the instance is shutting down; see Retry-After */
+            /** @description Database unavailable, the instance shutting down, or no room for a large body or post within the wait; see Retry-After */
             503: {
                 headers: {
                     /** @description Seconds to wait before trying again */
@@ -710,7 +710,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description Database unavailable, or the instance is shutting down; see Retry-After */
+            /** @description Database unavailable, the instance shutting down, or no room for a large body or post within the wait; see Retry-After */
             503: {
                 headers: {
                     /** @description Seconds to wait before trying again */
@@ -791,7 +791,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description Database unavailable, or the instance is shutting down; see Retry-After */
+            /** @description Database unavailable, the instance shutting down, or no room for a large body or post within the wait; see Retry-After */
             503: {
                 headers: {
                     /** @description Seconds to wait before trying again */
@@ -874,7 +874,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description Database unavailable, or the instance is shutting down; see Retry-After */
+            /** @description Database unavailable, the instance shutting down, or no room for a large body or post within the wait; see Retry-After */
             503: {
                 headers: {
                     /** @description Seconds to wait before trying again */
@@ -992,7 +992,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description Database unavailable, or the instance is shutting down; see Retry-After */
+            /** @description Database unavailable, the instance shutting down, or no room for a large body or post within the wait; see Retry-After */
             503: {
                 headers: {
                     /** @description Seconds to wait before trying again */
@@ -1050,7 +1050,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description Database unavailable, or the instance is shutting down; see Retry-After */
+            /** @description Database unavailable, the instance shutting down, or no room for a large body or post within the wait; see Retry-After */
             503: {
                 headers: {
                     /** @description Seconds to wait before trying again */
@@ -1152,7 +1152,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description Database unavailable, or the instance is shutting down; see Retry-After */
+            /** @description Database unavailable, the instance shutting down, or no room for a large body or post within the wait; see Retry-After */
             503: {
                 headers: {
                     /** @description Seconds to wait before trying again */
@@ -1208,7 +1208,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description Database unavailable, or the instance is shutting down; see Retry-After */
+            /** @description Database unavailable, the instance shutting down, or no room for a large body or post within the wait; see Retry-After */
             503: {
                 headers: {
                     /** @description Seconds to wait before trying again */
@@ -1301,7 +1301,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description Database unavailable, or the instance is shutting down; see Retry-After */
+            /** @description Database unavailable, the instance shutting down, or no room for a large body or post within the wait; see Retry-After */
             503: {
                 headers: {
                     /** @description Seconds to wait before trying again */
