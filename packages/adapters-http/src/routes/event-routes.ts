@@ -11,6 +11,7 @@ import { encodeInSlices } from "../events/feed-message.js";
 import { FeedReaders } from "../events/feed-readers.js";
 import { type StreamCapSettings, StreamCaps } from "../events/stream-caps.js";
 import { acceptsEventStream } from "../http/event-stream-negotiation.js";
+import { pacedReadable, WRITE_SLICE_BYTES } from "../http/write-pacer.js";
 import { ChangeFeedRouteSchema } from "../schemas/event-route-schemas.js";
 
 /** Options of {@link eventRoutes}. */
@@ -180,7 +181,13 @@ const plugin: FastifyPluginCallback<EventRoutesOptions> = (app, options, done) =
       if (gone.signal.aborted) return reply.hijack();
       holdUntilTaken(reply, release ?? (() => {}), stallMs);
       sent = true;
-      return reply.header("content-type", JSON_TYPE).header("cache-control", "no-cache").send(page.body);
+      // A page of megabytes goes a slice at a time, so that it is never one turn of the event
+      // loop spent copying it into the socket; its length is known, and said.
+      return reply
+        .header("content-type", JSON_TYPE)
+        .header("cache-control", "no-cache")
+        .header("content-length", page.body.length)
+        .send(page.body.length > WRITE_SLICE_BYTES ? pacedReadable([page.body]) : page.body);
     } finally {
       if (!sent) release?.();
     }

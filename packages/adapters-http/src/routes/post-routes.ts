@@ -1,4 +1,4 @@
-import { createPost, deletePost, getPost, isWhole, listPosts, patchPost } from "@posts/domain";
+import { createPost, deletePost, getPost, isWhole, listPosts, type PostPage, patchPost } from "@posts/domain";
 import type { FastifyPluginCallback, FastifyReply, FastifyRequest } from "fastify";
 import { authenticated, idParam } from "../auth/route-guards.js";
 import { sendDomainError } from "../errors/domain-error-responses.js";
@@ -11,6 +11,7 @@ import {
 } from "../http/entity-tag-condition.js";
 import { jsonObjectBody } from "../http/json-object-validator-compiler.js";
 import { LARGE_BODY_ABOVE_BYTES } from "../http/large-bodies.js";
+import { pacedReadable } from "../http/write-pacer.js";
 import { isDigitId } from "../schemas/common-schemas.js";
 import {
   CreatePostRouteSchema,
@@ -20,6 +21,7 @@ import {
   PatchPostRouteSchema,
 } from "../schemas/post-route-schemas.js";
 import type { HeldPost } from "./large-posts.js";
+import { CONTENT_PART_CHARACTERS } from "./post-serializer.js";
 import { absoluteUrl, type RouteContext } from "./route-context.js";
 
 const POSTS = "/api/v1/posts";
@@ -75,6 +77,13 @@ function idempotencyKey(request: FastifyRequest): string | undefined {
  */
 export const postRoutes: FastifyPluginCallback<RouteContext> = (app, ctx, done) => {
   const { deps, sendEnvelope, guards, entityTags, serializer, largePosts, retryAfterSeconds } = ctx;
+  // A page of whole posts in parts, the bytes of `serializer.page(page)`.
+  function* pageParts(page: PostPage): Generator<Buffer> {
+    yield serializer.pageStart();
+    let index = 0;
+    for (const post of page.posts) if (isWhole(post)) yield* serializer.pageItem(post, index++);
+    yield serializer.pageEnd(page);
+  }
   /** No room in the budget of large posts within the wait: 503 with Retry-After (docs/errors.md#503-and-retry-after). */
   const busy = (reply: FastifyReply) =>
     sendEnvelope(reply.header("retry-after", String(retryAfterSeconds)), 503, {
@@ -122,7 +131,14 @@ export const postRoutes: FastifyPluginCallback<RouteContext> = (app, ctx, done) 
       reply.header("link", `<${absoluteUrl(request, `${POSTS}?${next}`)}>; rel="next"`);
     }
     const firstOutline = page.posts.find((post) => !isWhole(post));
-    if (firstOutline === undefined || isWhole(firstOutline)) return sendJson(reply, serializer.page(page));
+    if (firstOutline === undefined || isWhole(firstOutline)) {
+      // A page holding a large post whole (a search page) is written in parts, a slice at a
+      // time: rendered and sent at once, its megabytes would hold the event loop for a turn.
+      if (!page.posts.some((post) => isWhole(post) && post.content.length > CONTENT_PART_CHARACTERS)) {
+        return sendJson(reply, serializer.page(page));
+      }
+      return reply.header("content-type", JSON_TYPE).send(pacedReadable(pageParts(page)));
+    }
     // Large posts: room for the first is waited for before anything is sent, so that a busy
     // instance can still answer 503; the page is then written post by post (large-posts.ts).
     const first = await largePosts.read(firstOutline);

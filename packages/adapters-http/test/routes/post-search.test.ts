@@ -133,4 +133,17 @@ describe("search: GET /api/v1/posts?q= (docs/posts.md#search)", () => {
     });
     expect(again.statusCode).toBe(304);
   });
+
+  it("writes a page holding a large post whole in parts, the same JSON as a page of small posts", async () => {
+    // Past CONTENT_PART_CHARACTERS, with characters JSON escapes and one beyond the BMP.
+    const content = `${"needle \"quoted\" \\ 세계 😀\n".repeat(20_000)}end`;
+    const large = await aPost(t().deps.posts, author, { title: "large needle", content });
+    const small = await aPost(t().deps.posts, author, { title: "small needle", content: "x" });
+    const response = await get(mine("q=needle"));
+    expect(response.statusCode).toBe(200);
+    expect(response.headers["content-type"]).toBe("application/json; charset=utf-8");
+    const page = response.json() as { content: { id: number; content: string }[]; size: number };
+    expect(page.content.map((post) => post.id)).toEqual([small.id, large.id]);
+    expect(page.content[1]?.content).toBe(content);
+  });
 });
