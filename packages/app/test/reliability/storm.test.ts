@@ -15,18 +15,36 @@ const HEALTH_P99_MS = 100;
 // Ten streams from each of twenty loopback addresses: below the default cap per address (20),
 // so that the storm runs with the service's defaults and every stream must be served.
 const ADDRESSES = Array.from({ length: 20 }, (_, i) => `127.0.0.${i + 2}`);
+// Ports of the storm's own, used by no other test.
+const PLANTER_PORT = "25601";
+const SERVICE_PORT = "25602";
+// Planting 500 MB takes minutes on shared cores (each post's trigram indexing takes seconds).
+const PLANT_TIMEOUT_MS = 600_000;
 
 describeNeeding(
   await postgresForTests(),
   "the storm: the whole process within its memory bound, as a real process",
   () => {
     let database: TestDatabase;
+    let env: Record<string, string>;
     let planter: ListeningService | undefined;
     let service: ListeningService | undefined;
+    let lastId = 0;
 
     beforeAll(async () => {
       database = await openTestDatabase("postgres", { migrate: false });
-    });
+      env = { DATABASE_URL: database.connectionString ?? "", JWT_SECRET: TEST_JWT_SECRET };
+      // The posts are planted through the API by a process of their own, so that the peak RSS
+      // measured is the storm's alone. Its statements may take longer than the default 5 s: each
+      // post's trigram indexing takes seconds on shared cores, and planting is not what is measured.
+      planter = await startService({ ...env, PORT: PLANTER_PORT, DB_STATEMENT_TIMEOUT_MS: "60000" });
+      const plantStarted = performance.now();
+      lastId = await plantPosts(planter.url, { count: POSTS, bytes: POST_BYTES, concurrency: 2 });
+      console.log(
+        `planted ${POSTS} posts of ${POST_BYTES} bytes in ${Math.round(performance.now() - plantStarted)} ms`,
+      );
+      await planter.stop();
+    }, PLANT_TIMEOUT_MS);
     afterAll(async () => {
       await planter?.stop();
       await service?.stop();
@@ -34,21 +52,9 @@ describeNeeding(
     });
 
     it(`keeps RSS under 512 MiB and /health's p99 under ${HEALTH_P99_MS} ms, and gives every stream every event in order`, async () => {
-      const env = { DATABASE_URL: database.connectionString ?? "", JWT_SECRET: TEST_JWT_SECRET };
-      // The posts are planted through the API by a process of their own, so that the peak RSS
-      // measured is the storm's alone. Its statements may take longer than the default 5 s: each
-      // post's trigram indexing takes seconds on shared cores, and planting is not what is measured.
-      planter = await startService({ ...env, DB_STATEMENT_TIMEOUT_MS: "60000" });
-      const plantStarted = performance.now();
-      const lastId = await plantPosts(planter.url, { count: POSTS, bytes: POST_BYTES, concurrency: 2 });
-      console.log(
-        `planted ${POSTS} posts of ${POST_BYTES} bytes in ${Math.round(performance.now() - plantStarted)} ms`,
-      );
       expect(lastId).toBe(POSTS);
-      await planter.stop();
-
-      // The service under the storm runs with every default.
-      service = await startService(env);
+      // The service under the storm runs with every default (but its port).
+      service = await startService({ ...env, PORT: SERVICE_PORT });
       const pid = service.child.pid as number;
 
       const outcome = await runStorm(

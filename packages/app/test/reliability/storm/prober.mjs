@@ -24,6 +24,8 @@ let stopped = false;
 process.on("message", (message) => {
   if (message.stop === true) stopped = true;
 });
+// Whoever started this process is gone (a storm abandoned at a timeout): so is this process.
+process.once("disconnect", () => process.exit(1));
 process.once("message", async ({ baseUrl, everyMs, timeoutMs }) => {
   const url = new URL("/health", baseUrl);
   const ms = [];

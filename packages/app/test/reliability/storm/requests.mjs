@@ -34,6 +34,8 @@ let stopped = false;
 process.on("message", (message) => {
   if (message.stop === true) stopped = true;
 });
+// Whoever started this process is gone (a storm abandoned at a timeout): so is this process.
+process.once("disconnect", () => process.exit(1));
 process.once("message", async ({ baseUrl, paths, once }) => {
   const answers = [];
   let waves = 0;

@@ -1,6 +1,7 @@
 import { fork } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
+import { setPriority } from "node:os";
 import { fileURLToPath } from "node:url";
 
 /** What one storm asks of the service: see docs/change-events.md#bounds. */
@@ -158,13 +159,25 @@ export async function lastEventNumber(baseUrl: string): Promise<number> {
   return (await emptyAfter(low)) ? low : high;
 }
 
-// A child process of the storm, with the message it answers once done.
-function child<T>(file: string): {
+/**
+ * The niceness of the storm's clients (the stream readers and the pages' and searches' client),
+ * which read gigabytes: below the service's, so that on a machine of two cores the clients use
+ * what the service leaves rather than take turns with it. The load they ask for is the same; the
+ * prober keeps the service's priority, so that its probes time the service, not its own wait.
+ */
+export const CLIENT_NICENESS = 10;
+
+// A child process of the storm, with the message it answers once done; at `niceness` if given.
+function child<T>(
+  file: string,
+  niceness?: number,
+): {
   readonly send: (message: unknown) => void;
   readonly answer: Promise<T>;
   readonly pid: number | undefined;
 } {
   const process = fork(fileURLToPath(new URL(file, import.meta.url)), [], { execArgv: [], stdio: "inherit" });
+  if (niceness !== undefined && process.pid !== undefined) setPriority(process.pid, niceness);
   const answer = new Promise<T>((resolve, reject) => {
     process.once("message", (message) => resolve(message as T));
     process.once("exit", (code) => reject(new Error(`${file} exited (${code}) before it answered`)));
@@ -196,10 +209,12 @@ export async function runStorm(baseUrl: string, load: StormLoad, servicePid?: nu
     ...Array.from({ length: load.pages }, () => "/api/v1/posts/events?after=0&limit=1000"),
     ...Array.from({ length: load.searches }, (_, i) => `/api/v1/posts?q=${"eaiotnsrhl"[i % 10]}`),
   ];
-  const requests = child<{ answers: RequestOutcome[]; waves: number }>("./requests.mjs");
+  const requests = child<{ answers: RequestOutcome[]; waves: number }>("./requests.mjs", CLIENT_NICENESS);
   requests.send({ baseUrl, paths, once: !load.repeatRequests });
   // Two readers, so that reading the streams takes both cores when it needs them.
-  const readers = [0, 1].map(() => child<{ outcomes: StreamOutcome[] }>("./stream-readers.mjs"));
+  const readers = [0, 1].map(() =>
+    child<{ outcomes: StreamOutcome[] }>("./stream-readers.mjs", CLIENT_NICENESS),
+  );
   const addressOf = (i: number) =>
     load.addresses.length === 0 ? null : load.addresses[i % load.addresses.length];
   for (const [r, reader] of readers.entries()) {

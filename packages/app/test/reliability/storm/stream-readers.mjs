@@ -94,6 +94,8 @@ function readStream({ baseUrl, after, lastId, localAddress, timeoutMs }) {
   });
 }
 
+// Whoever started this process is gone (a storm abandoned at a timeout): so is this process.
+process.once("disconnect", () => process.exit(1));
 process.once("message", async (task) => {
   const outcomes = await Promise.all(
     task.localAddresses.map((localAddress) =>
