@@ -1,4 +1,4 @@
-import { STATUS_CODES } from "node:http";
+import { request as httpRequest, STATUS_CODES } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { ChangeEventLog } from "@posts/domain";
 import { InMemoryChangeEventLog } from "@posts/domain/testing";
@@ -96,6 +96,53 @@ describe("GET /api/v1/posts/events as Server-Sent Events, on a real socket", () 
     } finally {
       stream.close();
     }
+  });
+
+  it("writes a large event a slice at a time to a client that pauses for several heartbeats, whole and intact", async () => {
+    const start = await lastNumber();
+    const content = "큰 본문 ".repeat(400_000);
+    const created = await testApp.app.inject({
+      method: "POST",
+      url: "/api/v1/posts",
+      headers: { "x-auth-token": token },
+      payload: { title: "large", content },
+    });
+    expect(created.statusCode).toBe(201);
+    // A client that takes the first chunk, then reads nothing for several heartbeats.
+    const text = await new Promise<string>((resolve, reject) => {
+      const chunks: Buffer[] = [];
+      const request = httpRequest(
+        {
+          port,
+          host: "127.0.0.1",
+          path: `${EVENTS}?after=${start}`,
+          headers: { accept: "text/event-stream" },
+        },
+        (response) => {
+          response.once("data", (chunk: Buffer) => {
+            chunks.push(chunk);
+            response.pause();
+            setTimeout(() => {
+              response.on("data", (more: Buffer) => {
+                chunks.push(more);
+                if (Buffer.concat(chunks).includes(`id: ${start + 1}\n`) && more.includes("\n\n")) {
+                  request.destroy();
+                  resolve(Buffer.concat(chunks).toString("utf8"));
+                }
+              });
+              response.resume();
+            }, HEARTBEAT_MS * 4);
+          });
+        },
+      );
+      request.on("error", reject);
+      request.end();
+    });
+    const at = text.indexOf(`id: ${start + 1}\n`);
+    const message = text.slice(at, text.indexOf("\n\n", at));
+    expect(message).not.toContain("keep-alive");
+    const data = message.split("\n").find((line) => line.startsWith("data: ")) ?? "";
+    expect(JSON.parse(data.slice("data: ".length)).data.content).toBe(content);
   });
 
   it("answers 400 for a Last-Event-ID or after that is not a non-negative integer", async () => {
