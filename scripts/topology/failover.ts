@@ -1,6 +1,6 @@
 import { execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { jetstreamManager, StorageType } from "@nats-io/jetstream";
 import { connect as connectNats } from "@nats-io/transport-node";
@@ -47,6 +47,25 @@ export const FAILOVER_PORTS = {
 export const NODES = ["pg1", "pg2", "pg3"] as const;
 /** One of {@link NODES}. */
 export type NodeName = (typeof NODES)[number];
+
+/**
+ * The network the PostgreSQL nodes run on, so that one can be cut off from everything else: each
+ * node's Patroni and PostgreSQL run in a network namespace of their own (`posts-fo-pg1`…),
+ * joined by a veth pair (`posts-fo-pg1` on the machine's side) to a bridge (`posts-fo`) that
+ * holds the machine's address on it, where etcd listens for the nodes and from which HAProxy and
+ * the tests reach them. Taking a node's link down cuts it off, both ways, from etcd, the other
+ * nodes, HAProxy and the instances: a network partition. A bridge rather than routes between the
+ * namespaces: nodes on one link need no IP forwarding, a setting of the whole machine. The names,
+ * all `posts-fo…`, and 10.200.0.0/24 are the topology's alone.
+ */
+export const FAILOVER_NETWORK = {
+  bridge: "posts-fo",
+  /** The machine's address on the bridge. */
+  host: "10.200.0.254",
+  /** 10.200.0.1, .2, .3 for pg1, pg2, pg3. */
+  nodes: ["10.200.0.1", "10.200.0.2", "10.200.0.3"],
+  subnet: "10.200.0.0/24",
+} as const;
 
 /** Patroni's leader lease and loop: loop_wait + 2 × retry_timeout ≤ ttl, as Patroni requires. */
 export const PATRONI_TIMING = { ttl: 20, loopWait: 5, retryTimeout: 5 } as const;
@@ -102,14 +121,22 @@ export class FailoverTopology {
     return `postgres://${PG_USER}@127.0.0.1:${FAILOVER_PORTS.read}/${database}`;
   }
 
-  /** A URL straight to one node's PostgreSQL. */
+  /** A URL straight to one node's PostgreSQL, over its network link. */
   nodeUrl(node: NodeName, database = DATABASE): string {
-    return `postgres://${PG_USER}@127.0.0.1:${FAILOVER_PORTS.postgres[NODES.indexOf(node)]}/${database}`;
+    return `postgres://${PG_USER}@${nodeAddress(node)}:${FAILOVER_PORTS.postgres[NODES.indexOf(node)]}/${database}`;
+  }
+
+  /**
+   * A URL to one node's PostgreSQL through its Unix socket, in the topology's directory: it
+   * reaches the node whatever its network link, a partitioned one included.
+   */
+  nodeSocketUrl(node: NodeName, database = DATABASE): string {
+    return `postgres://${PG_USER}@/${database}?host=${encodeURIComponent(this.dir)}&port=${FAILOVER_PORTS.postgres[NODES.indexOf(node)]}`;
   }
 
   /** One node's Patroni REST API. */
   patroniUrl(node: NodeName): string {
-    return `http://127.0.0.1:${FAILOVER_PORTS.patroni[NODES.indexOf(node)]}`;
+    return `http://${nodeAddress(node)}:${FAILOVER_PORTS.patroni[NODES.indexOf(node)]}`;
   }
 
   /** HAProxy in front of the service instances. */
@@ -150,6 +177,73 @@ export class FailoverTopology {
     };
   }
 
+  // ---- the nodes' network ----
+
+  /**
+   * Makes the bridge, and for each node its network namespace and veth pair with its address,
+   * in place of any left by a topology that was not stopped, but refuses while a process runs in
+   * one of those namespaces (another topology is up); records that this directory's topology
+   * made them, for `down`.
+   */
+  makeNetwork(): void {
+    if (process.getuid?.() !== 0) {
+      throw new Error(
+        "the failover topology runs each PostgreSQL node in a network namespace: run it as root",
+      );
+    }
+    const busy = NODES.map(namespaceOf).filter((namespace) => namespacePids(namespace).length > 0);
+    if (busy.length > 0) {
+      throw new Error(
+        `processes run in the network namespaces ${busy.join(", ")}: another failover topology is up`,
+      );
+    }
+    removeNetwork();
+    writeFileSync(join(this.dir, NETWORK_RECORD), `${FAILOVER_NETWORK.bridge}\n`);
+    const { bridge, host, subnet } = FAILOVER_NETWORK;
+    const prefix = subnet.split("/")[1];
+    ip("link", "add", bridge, "type", "bridge");
+    ip("address", "add", `${host}/${prefix}`, "dev", bridge);
+    ip("link", "set", bridge, "up");
+    NODES.forEach((node, index) => {
+      const namespace = namespaceOf(node);
+      // The node's end is made under a name of the machine's, then moved into its namespace.
+      const inside = `${namespace}n`;
+      ip("netns", "add", namespace);
+      ip("link", "add", linkOf(node), "type", "veth", "peer", "name", inside);
+      ip("link", "set", inside, "netns", namespace);
+      ip("link", "set", linkOf(node), "master", bridge, "up");
+      ip("-n", namespace, "address", "add", `${FAILOVER_NETWORK.nodes[index]}/${prefix}`, "dev", inside);
+      ip("-n", namespace, "link", "set", inside, "up");
+      ip("-n", namespace, "link", "set", "lo", "up");
+    });
+  }
+
+  /**
+   * Removes the bridge, the veth pairs and the namespaces, if this directory's topology made
+   * them (another topology's, started from another directory, is left alone).
+   */
+  removeNetwork(): void {
+    if (!existsSync(join(this.dir, NETWORK_RECORD))) return;
+    removeNetwork();
+    rmSync(join(this.dir, NETWORK_RECORD), { force: true });
+  }
+
+  /** Cuts node `node` off from everything else, both ways, by taking its link down. */
+  partition(node: NodeName): void {
+    ip("link", "set", linkOf(node), "down");
+  }
+
+  /** Restores node `node`'s link (idempotent: a link already up stays up). */
+  heal(node: NodeName): void {
+    ip("link", "set", linkOf(node), "up");
+  }
+
+  /** For an exit guard: SIGKILL to every recorded process, then the network removed, synchronously. */
+  killAllNow(): void {
+    this.processes.killAllNow();
+    this.removeNetwork();
+  }
+
   // ---- etcd ----
 
   /** Starts etcd member `index` (0, 1, 2) of a three-member cluster. */
@@ -157,6 +251,9 @@ export class FailoverTopology {
     const name = `etcd${index + 1}`;
     const peers = FAILOVER_PORTS.etcdPeer.map((port, i) => `etcd${i + 1}=http://127.0.0.1:${port}`).join(",");
     const client = `http://127.0.0.1:${FAILOVER_PORTS.etcdClient[index]}`;
+    // The nodes, each in its network namespace, reach etcd at the machine's address on their
+    // bridge; Patroni's client asks for the members' advertised URLs and uses those.
+    const clientForNodes = `http://${FAILOVER_NETWORK.host}:${FAILOVER_PORTS.etcdClient[index]}`;
     const peer = `http://127.0.0.1:${FAILOVER_PORTS.etcdPeer[index]}`;
     const dataDir = join(this.dir, name);
     this.processes.start({
@@ -165,8 +262,8 @@ export class FailoverTopology {
       args: [
         `--name=${name}`,
         `--data-dir=${dataDir}`,
-        `--listen-client-urls=${client}`,
-        `--advertise-client-urls=${client}`,
+        `--listen-client-urls=${client},${clientForNodes}`,
+        `--advertise-client-urls=${clientForNodes}`,
         `--listen-peer-urls=${peer}`,
         `--initial-advertise-peer-urls=${peer}`,
         `--initial-cluster=${peers}`,
@@ -239,20 +336,27 @@ export class FailoverTopology {
       writeFileSync(config, this.#patroniConfig(node, index));
       chownToPostgres(config);
     }
-    return this.processes.start({ name: `patroni-${node}`, ...asPostgres("patroni", [config]) });
+    const patroni = asPostgres("patroni", [config]);
+    // `ip netns exec` and setpriv each exec the next program: the pid recorded is Patroni's.
+    return this.processes.start({
+      name: `patroni-${node}`,
+      command: "ip",
+      args: ["netns", "exec", namespaceOf(node), patroni.command, ...patroni.args],
+    });
   }
 
   #patroniConfig(node: NodeName, index: number): string {
     const postgresPort = FAILOVER_PORTS.postgres[index];
     const restPort = FAILOVER_PORTS.patroni[index];
-    const etcdHosts = FAILOVER_PORTS.etcdClient.map((port) => `127.0.0.1:${port}`).join(",");
+    const address = FAILOVER_NETWORK.nodes[index];
+    const etcdHosts = FAILOVER_PORTS.etcdClient.map((port) => `${FAILOVER_NETWORK.host}:${port}`).join(",");
     // JSON is YAML: no hand-written YAML quoting.
     return JSON.stringify(
       {
         scope: "posts-failover",
         name: node,
         log: { level: "WARNING" },
-        restapi: { listen: `127.0.0.1:${restPort}`, connect_address: `127.0.0.1:${restPort}` },
+        restapi: { listen: `${address}:${restPort}`, connect_address: `${address}:${restPort}` },
         // The v2 API (`etcd:`), not v3 (`etcd3:`): Patroni 3.0.2's v3 client renews a lost leader
         // key with a plain put, so a leader frozen past its lease takes the key back from the one
         // elected meanwhile, whose acknowledged commits are then discarded (fixed in 3.0.3); its
@@ -288,8 +392,8 @@ export class FailoverTopology {
           initdb: [{ encoding: "UTF8" }, { locale: "C.UTF-8" }, { auth: "trust" }, "no-sync"],
         },
         postgresql: {
-          listen: `127.0.0.1:${postgresPort}`,
-          connect_address: `127.0.0.1:${postgresPort}`,
+          listen: `${address}:${postgresPort}`,
+          connect_address: `${address}:${postgresPort}`,
           data_dir: join(this.dir, node),
           bin_dir: pgBin(),
           pgpass: join(this.dir, `${node}.pgpass`),
@@ -301,7 +405,8 @@ export class FailoverTopology {
           pg_hba: [
             "local all all trust",
             "host all all 127.0.0.1/32 trust",
-            "host replication all 127.0.0.1/32 trust",
+            `host all all ${FAILOVER_NETWORK.subnet} trust`,
+            `host replication all ${FAILOVER_NETWORK.subnet} trust`,
           ],
           parameters: {
             unix_socket_directories: this.dir,
@@ -409,7 +514,7 @@ export class FailoverTopology {
     const nodes = (check: string) =>
       NODES.map(
         (node, index) =>
-          `  server ${node} 127.0.0.1:${FAILOVER_PORTS.postgres[index]} check port ${FAILOVER_PORTS.patroni[index]} ${check}`,
+          `  server ${node} ${FAILOVER_NETWORK.nodes[index]}:${FAILOVER_PORTS.postgres[index]} check port ${FAILOVER_PORTS.patroni[index]} ${check}`,
       );
     const database = (name: string, port: number, path: string) => [
       `listen ${name}`,
@@ -568,6 +673,10 @@ export class FailoverTopology {
     const say = this.#say;
     say("building the service");
     buildService();
+    say(
+      `making the nodes' network (bridge ${FAILOVER_NETWORK.bridge}, ${FAILOVER_NETWORK.subnet}, a namespace per node)`,
+    );
+    this.makeNetwork();
     say("starting three etcd members");
     for (const index of [0, 1, 2]) this.startEtcd(index);
     await this.waitForEtcd();
@@ -601,7 +710,8 @@ export class FailoverTopology {
 
   /**
    * Stops every process of the topology by its pid, newest first (instances, HAProxy, Patroni,
-   * NATS, etcd), each postmaster Patroni started included, whatever faults left them in.
+   * NATS, etcd), each postmaster Patroni started included, whatever faults left them in; then
+   * removes the nodes' network.
    */
   async down(): Promise<void> {
     // Patroni stops its own postmaster on SIGTERM; one that outlived its Patroni (killed, or a
@@ -614,6 +724,7 @@ export class FailoverTopology {
       }
     }
     await this.processes.stopAll();
+    this.removeNetwork();
   }
 }
 
@@ -642,6 +753,57 @@ export async function startFailoverTopology(options: {
     await topology.down();
     throw error;
   }
+}
+
+/** The file that says the topology of its directory made the nodes' network. */
+const NETWORK_RECORD = "network";
+
+/** The address of node `node` on the bridge. */
+export function nodeAddress(node: NodeName): string {
+  return FAILOVER_NETWORK.nodes[NODES.indexOf(node)] as string;
+}
+
+/** Node `node`'s network namespace. */
+function namespaceOf(node: NodeName): string {
+  return `${FAILOVER_NETWORK.bridge}-${node}`;
+}
+
+/** The machine's end of node `node`'s veth pair, a port of the bridge. */
+function linkOf(node: NodeName): string {
+  return `${FAILOVER_NETWORK.bridge}-${node}`;
+}
+
+function ip(...args: string[]): string {
+  return execFileSync("ip", args, { stdio: ["ignore", "pipe", "pipe"] }).toString();
+}
+
+/** The pids of the processes in network namespace `namespace` (none when it does not exist). */
+function namespacePids(namespace: string): number[] {
+  try {
+    return ip("netns", "pids", namespace).split("\n").filter(Boolean).map(Number);
+  } catch {
+    return [];
+  }
+}
+
+/**
+ * Removes the veth pairs, the namespaces and the bridge by their names, whichever exist. A
+ * namespace still holding a process lives on, unnamed, until that process exits; its veth pair
+ * is gone already.
+ */
+function removeNetwork(): void {
+  const attempt = (...args: string[]) => {
+    try {
+      ip(...args);
+    } catch {
+      // Not there: nothing to remove.
+    }
+  };
+  for (const node of NODES) {
+    attempt("link", "delete", linkOf(node));
+    attempt("netns", "delete", namespaceOf(node));
+  }
+  attempt("link", "delete", FAILOVER_NETWORK.bridge);
 }
 
 /** The processes whose parent is `pid`, from /proc (field 4 of each stat, after the command's parentheses). */

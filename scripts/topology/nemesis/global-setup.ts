@@ -16,7 +16,8 @@ export default globalSetupFor({
   name: "failover",
   // FAILOVER_KEEP=1 keeps the logs and data directories to look at after a failure.
   keepVariable: "FAILOVER_KEEP",
-  registry: (dir) => new FailoverTopology(dir).processes,
+  // Its exit guard kills every recorded process and removes the nodes' network.
+  registry: (dir) => new FailoverTopology(dir),
   start: (dir, say) => startFailoverTopology({ dir, say }),
   provide: (project, dir) => project.provide("failoverDir", dir),
 });
