@@ -1,7 +1,7 @@
 import { existsSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { FailoverTopology, NODES, startFailoverTopology } from "./failover.js";
+import { FailoverTopology, NODES, nodeAddress, startFailoverTopology } from "./failover.js";
 import { measureWrites, writeTable } from "./failover-measure.js";
 import { isAlive } from "./processes.js";
 
@@ -60,6 +60,12 @@ async function main(command: string | undefined): Promise<number> {
       if (Object.keys(entries).length === 0) {
         say("nothing running");
         return 0;
+      }
+      for (const node of NODES) {
+        const up = topology.linkUp(node);
+        say(
+          `${node} ${nodeAddress(node)} link ${up === undefined ? "absent" : up ? "up" : "down (partitioned)"}`,
+        );
       }
       for (const member of await topology.members().catch(() => []))
         say(`${member.name} ${member.role} ${member.state} timeline ${member.timeline ?? "?"}`);

@@ -89,6 +89,7 @@ const PACKAGES = {
   "etcd-server": "etcd",
   haproxy: "haproxy",
   "nats-server": "nats-server",
+  iproute2: "ip",
 } as const;
 
 /**
@@ -236,6 +237,15 @@ export class FailoverTopology {
   /** Restores node `node`'s link (idempotent: a link already up stays up). */
   heal(node: NodeName): void {
     ip("link", "set", linkOf(node), "up");
+  }
+
+  /** Whether node `node`'s link is up (false: partitioned), undefined when there is none. */
+  linkUp(node: NodeName): boolean | undefined {
+    try {
+      return /[<,]UP[,>]/.test(ip("-brief", "link", "show", linkOf(node)));
+    } catch {
+      return undefined;
+    }
   }
 
   /** For an exit guard: SIGKILL to every recorded process, then the network removed, synchronously. */
