@@ -67,8 +67,12 @@ export const FAILOVER_NETWORK = {
   subnet: "10.200.0.0/24",
 } as const;
 
-/** Patroni's leader lease and loop: loop_wait + 2 × retry_timeout ≤ ttl, as Patroni requires. */
-export const PATRONI_TIMING = { ttl: 20, loopWait: 5, retryTimeout: 5 } as const;
+/**
+ * Patroni's leader lease and loop: loop_wait + 2 × retry_timeout ≤ ttl, as Patroni requires, and
+ * ttl no less than 20. After a promotion, the replica left follows the new leader (and so lets
+ * strict synchronous writes go on) only at its next loop: a short loop brings writes back sooner.
+ */
+export const PATRONI_TIMING = { ttl: 20, loopWait: 2, retryTimeout: 5 } as const;
 
 /** One member as Patroni's REST API `GET /cluster` lists it. */
 export interface Member {
