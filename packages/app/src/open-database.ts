@@ -27,6 +27,7 @@ export async function openDatabase(config: AppConfig, logger: Logger): Promise<D
     poolSize: config.DB_POOL_SIZE,
     connectionTimeoutMillis: config.DB_CONNECT_TIMEOUT_MS,
     statementTimeoutMillis: config.DB_STATEMENT_TIMEOUT_MS,
+    retryWithinMillis: config.DB_RETRY_WITHIN_MS,
     namedStatements: config.DB_NAMED_STATEMENTS,
     readConnectionStrings: config.DATABASE_READ_URLS,
     readMaxWaitMillis: config.READ_REPLICA_MAX_WAIT_MS,

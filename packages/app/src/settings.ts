@@ -156,6 +156,13 @@ export const SETTINGS = Type.Object({
     description:
       "server-side statement timeout; a connection with no answer one second past it (a stalled network) is closed, not reused, and the request gets 503",
   }),
+  DB_RETRY_WITHIN_MS: Type.Integer({
+    default: 0,
+    minimum: 0,
+    maximum: MAX_TIMER_MS,
+    description:
+      "how long a statement that surely changed nothing (no connection could be opened, or a server that takes no writes refused it) is sent again before the request fails with 503; behind Patroni and HAProxy, 5000 lets a planned switchover cost no request; 0 never sends it again",
+  }),
   DB_NAMED_STATEMENTS: Type.Boolean({
     default: true,
     description:

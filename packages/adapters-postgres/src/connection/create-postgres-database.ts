@@ -76,6 +76,14 @@ export interface PostgresDatabaseOptions {
    * primary answers it. Required with `readConnectionStrings` (it throws without).
    */
   readonly readMaxWaitMillis?: number;
+  /**
+   * How long a statement that surely changed nothing is sent again after its first failure: no
+   * connection could be opened to send it on, or a server that takes no writes refused it (see
+   * `poolForKysely`). Behind a failover proxy, a little longer than a planned switchover leaves
+   * the write endpoint without a primary (a few seconds) makes one cost no request. Default 0:
+   * never, so that an outage answers at once.
+   */
+  readonly retryWithinMillis?: number;
   /** Shown in `pg_stat_activity`. Default `posts-service`. */
   readonly applicationName?: string;
   /**
@@ -129,7 +137,13 @@ export function createPostgresDatabase(options: PostgresDatabaseOptions): Databa
     );
   });
   const names = options.namedStatements === false ? undefined : PREPARED_STATEMENT_NAMES;
-  const { forKysely, run } = poolForKysely(pool, queryTimeout, names, primary.offPrimary);
+  const { forKysely, run } = poolForKysely(
+    pool,
+    queryTimeout,
+    names,
+    primary.offPrimary,
+    options.retryWithinMillis ?? 0,
+  );
   const db = new Kysely<Database>({
     dialect: withTransactionMigrationLock(new PostgresDialect({ pool: forKysely })),
   });

@@ -1,6 +1,7 @@
 import type { PostgresCursor, PostgresPool, PostgresPoolClient, PostgresQueryResult } from "kysely";
 import pg from "pg";
 import type { RunStatement } from "./direct-statements.js";
+import { isDatabaseUnavailable } from "./is-database-unavailable.js";
 import { sqlStateOf } from "./sql-state.js";
 import type { StatementNames } from "./statement-names.js";
 
@@ -91,12 +92,23 @@ type Done = (error: Error | null, result?: pg.QueryResult) => void;
  * a fresh name and runs again once, on the same connection, if it ran outside a transaction
  * block; inside one, the failure has aborted the transaction, so it fails and only the next
  * attempt of the whole transaction runs under the fresh name.
+ *
+ * With `retryWithinMillis` above 0, `run` sends a statement again, on a new connection, after
+ * a failure that proves it changed nothing, for up to that long after its first failure
+ * (waits of 50 ms doubling to 500 ms between tries): no connection could be opened to send it
+ * on (refused, cut while opening, a server starting or shutting down: what a switchover or a
+ * failover looks like from here), or a server that takes no writes refused it (25006: a
+ * standby, or the old primary, still reached through the write endpoint), which rolled all of
+ * it back. Any other failure, and above all a connection lost after the statement was sent,
+ * whose commit may have happened, is the caller's at once. A pool with every connection busy
+ * (its acquire timeout) is not tried again either: waiting longer would only deepen an overload.
  */
 export function poolForKysely(
   pool: pg.Pool,
   readTimeoutMillis: number,
   names?: StatementNames,
   offPrimary?: WeakSet<pg.ClientBase>,
+  retryWithinMillis = 0,
 ): { readonly forKysely: PostgresPool; readonly run: RunStatement } {
   const clients = new WeakMap<pg.PoolClient, TimedClient>();
   const wrap = (client: pg.PoolClient): TimedClient => {
@@ -120,24 +132,48 @@ export function poolForKysely(
       end: () => pool.end(),
     },
     // What Kysely's driver does with the pool above (connect, query, release whatever
-    // happened), in callbacks, with one promise for the caller.
+    // happened), in callbacks, with one promise for the caller; tried again as said above.
     run: (sql, parameters) =>
       new Promise((resolve, reject) => {
-        pool.connect((error, client) => {
-          if (error || client === undefined) {
-            reject(error ?? noConnection());
-            return;
-          }
-          const timed = wrap(client);
-          timed.run(sql, parameters, (failure, result) => {
-            timed.release();
-            if (failure) reject(failure);
-            else resolve(lastWithRows(result)?.rows ?? []);
+        let deadline: number | undefined;
+        let tries = 0;
+        // Whether `failure` (which changed nothing) is tried again: answers false when it is the caller's.
+        const again = (failure: Error): boolean => {
+          if (retryWithinMillis <= 0 || !isDatabaseUnavailable(failure)) return false;
+          deadline ??= performance.now() + retryWithinMillis;
+          const wait = Math.min(RETRY_FIRST_WAIT_MS * 2 ** tries, RETRY_LONGEST_WAIT_MS);
+          if (performance.now() + wait > deadline) return false;
+          tries += 1;
+          setTimeout(attempt, wait);
+          return true;
+        };
+        const attempt = () => {
+          pool.connect((error, client) => {
+            if (error || client === undefined) {
+              const failure = error ?? noConnection();
+              if (!POOL_BUSY.test(failure.message) && again(failure)) return;
+              reject(failure);
+              return;
+            }
+            const timed = wrap(client);
+            timed.run(sql, parameters, (failure, result) => {
+              timed.release();
+              if (!failure) resolve(lastWithRows(result)?.rows ?? []);
+              else if (!(sqlStateOf(failure) === SQLSTATE_READ_ONLY && again(failure))) reject(failure);
+            });
           });
-        });
+        };
+        attempt();
       }),
   };
 }
+
+/** The first wait before a statement that changed nothing is sent again; each next one doubles. */
+const RETRY_FIRST_WAIT_MS = 50;
+/** The longest wait between two tries of a statement that changed nothing. */
+const RETRY_LONGEST_WAIT_MS = 500;
+/** pg-pool's acquire timeout: every connection busy, none free within the connect timeout. */
+const POOL_BUSY = /^timeout exceeded when trying to connect$/;
 
 /**
  * The result of a statement. A text of several statements without parameters answers one result
