@@ -179,6 +179,8 @@ export class FailoverTopology {
       JWT_SECRET: this.jwtSecret,
       LOG_LEVEL: "warn",
       APP_TIME_ZONE: "UTC",
+      // A little longer than a planned switchover leaves the write endpoint without a primary.
+      DB_RETRY_WITHIN_MS: "5000",
     };
   }
 

@@ -5,7 +5,15 @@ import { readStream } from "@posts/adapters-nats/testing";
 import { expect } from "vitest";
 import type { FailoverTopology, Member, NodeName } from "../failover.js";
 import { sql } from "../topology.js";
-import { checkHistory, type Operation, readFeed, type StoredPost, startLoad } from "./history.js";
+import {
+  checkHistory,
+  type FeedEvent,
+  type Operation,
+  readFeed,
+  type StoredPost,
+  startLoad,
+  type Verdict,
+} from "./history.js";
 
 /** Writes must be acknowledged again within this long after the fault. */
 export const WRITES_BACK_WITHIN_MS = 30_000;
@@ -25,6 +33,13 @@ export interface Nemesis {
   readonly recoveredMeans: string;
 }
 
+/** What a run under a fault measured, for the assertions a test adds to `underFault`'s own. */
+export interface UnderFault {
+  readonly history: readonly Operation[];
+  readonly verdict: Verdict;
+  readonly feed: readonly FeedEvent[];
+}
+
 /**
  * Runs the load on a healthy cluster, applies the fault after a warm-up, keeps the load going
  * until writes are back and 5 s more, recovers, waits until the topology is whole again, stops
@@ -33,7 +48,7 @@ export interface Nemesis {
  * JetStream stream holds the feed's events, each once, in order. Prints the figures first, so
  * that a failure comes with all of them.
  */
-export async function underFault(topology: FailoverTopology, nemesis: Nemesis): Promise<void> {
+export async function underFault(topology: FailoverTopology, nemesis: Nemesis): Promise<UnderFault> {
   const leader = await topology.waitForHealthyCluster();
   const instancePids = INSTANCES.map((instance) => topology.processes.pidOf(instance));
   const load = await startLoad({ url: topology.url, workers: 6, pauseMs: 20, timeoutMs: 35_000 });
@@ -99,6 +114,7 @@ export async function underFault(topology: FailoverTopology, nemesis: Nemesis): 
       interval: 1_000,
     })
     .toEqual(feedIds);
+  return { history, verdict, feed };
 }
 
 /** Whether `old` runs as a replica (or synchronous standby) of another node, on the leader's timeline. */
