@@ -20,7 +20,14 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const LIBRARIES = ["domain", "adapters-postgres", "adapters-http", "client"] as const;
-const EXAMPLES = ["embed-domain", "embedded-postgres", "contract-tests", "http-api", "client"] as const;
+const EXAMPLES = [
+  "embed-domain",
+  "embedded-postgres",
+  "contract-tests",
+  "http-api",
+  "client",
+  "jetstream-consumer",
+] as const;
 type Example = (typeof EXAMPLES)[number];
 
 /** An example's own code stays below this many lines, counted by {@link ownCodeLines}. */
