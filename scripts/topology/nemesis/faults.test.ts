@@ -1,8 +1,9 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { readStream } from "@posts/adapters-nats/testing";
-import { describe, expect, inject, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { FailoverTopology, PATRONI_TIMING } from "../failover.js";
-import { readFeed } from "./history.js";
+import { ExampleConsumer } from "./example-consumer.js";
+import { checkConsumer, type FeedEvent, readFeed } from "./history.js";
 import { type Nemesis, rejoinedUnder, underFault } from "./under-fault.js";
 
 /**
@@ -59,9 +60,27 @@ describe("losing an etcd member under load", () => {
   });
 });
 
+/** examples/jetstream-consumer, following the stream through the NATS faults below. */
+const consumer = new ExampleConsumer(topology);
+
+/**
+ * Whether the example consumer applied every event of the feed, once each, in order, within
+ * 60 s (it acknowledges one event at a time, and may wait out a redelivery); prints its figures.
+ */
+async function expectConsumerToFollow(feed: readonly FeedEvent[]): Promise<void> {
+  await expect
+    .poll(() => checkConsumer(feed, consumer.applied()), { timeout: 60_000, interval: 1_000 })
+    .toEqual([]);
+  console.log(
+    `  examples/jetstream-consumer: ${consumer.applied().length} events applied, ${consumer.redeliveries()} delivered again and only acknowledged`,
+  );
+}
+
 /**
  * A fault on the NATS server that leads the stream: `signal` to it, then `recover`; and whether
  * an event made meanwhile reached the stream through the other two (asserted after the checker).
+ * The example consumer is killed and started again 2 s into the fault, so that it resumes from
+ * its durable consumer while a server is lost.
  */
 function onStreamLeader(
   signal: "SIGKILL" | "SIGSTOP",
@@ -76,6 +95,8 @@ function onStreamLeader(
       fault: async () => {
         server = await topology.streamLeader();
         topology.processes.signal(`nats${server + 1}`, signal);
+        await sleep(2_000);
+        await consumer.crashAndRestart();
         published = await publishesThroughTheOthers(server);
         return `${signal} to nats${server + 1}; an event made after it reached the stream through the others: ${published}`;
       },
@@ -87,21 +108,28 @@ function onStreamLeader(
 }
 
 describe("losing a NATS server under load", () => {
-  it("SIGKILL of the stream leader's server: the stream holds the feed, once each, in order", async () => {
+  beforeAll(() => {
+    consumer.start();
+  });
+  afterAll(() => consumer.stop());
+
+  it("SIGKILL of the stream leader's server: the stream holds the feed, once each, in order, and so does a durable consumer", async () => {
     const fault = onStreamLeader("SIGKILL", async (server) => {
       topology.startNats(server);
     });
-    await underFault(topology, fault.nemesis);
+    const { feed } = await underFault(topology, fault.nemesis);
     expect(fault.published(), "an event made while the server was down reached the stream").toBe(true);
+    await expectConsumerToFollow(feed);
   });
 
-  it("SIGSTOP of the stream leader's server for 20 s or more, then SIGCONT: the stream holds the feed, once each, in order", async () => {
+  it("SIGSTOP of the stream leader's server for 20 s or more, then SIGCONT: the stream holds the feed, once each, in order, and so does a durable consumer", async () => {
     const fault = onStreamLeader("SIGSTOP", async (server) => {
       await sleep(10_000);
       topology.processes.signal(`nats${server + 1}`, "SIGCONT");
     });
-    await underFault(topology, fault.nemesis);
+    const { feed } = await underFault(topology, fault.nemesis);
     expect(fault.published(), "an event made while the server was frozen reached the stream").toBe(true);
+    await expectConsumerToFollow(feed);
   });
 });
 

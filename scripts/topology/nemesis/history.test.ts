@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { checkHistory, type FeedEvent, type Operation, type StoredPost } from "./history.js";
+import { checkConsumer, checkHistory, type FeedEvent, type Operation, type StoredPost } from "./history.js";
 
 /**
  * The nemesis checker on histories made by hand: it must find each kind of loss, duplicate,
@@ -144,6 +144,23 @@ describe("the nemesis checker", () => {
     ]);
     expect(check({ ...input, stored: [] })).toEqual([
       "post k: 0 post.deleted events for an acknowledged delete",
+    ]);
+  });
+});
+
+describe("the stream consumer's check", () => {
+  const feed = numbered([created(1, "a"), updated(1, "b"), created(2, "c"), deleted(1)]);
+
+  it("finds nothing wrong with every event of the feed applied once, in order", () => {
+    expect(checkConsumer(feed, ["1", "2", "3", "4"])).toEqual([]);
+  });
+
+  it("finds an event applied twice, one missing, one the feed lacks, and events out of order", () => {
+    expect(checkConsumer(feed, ["1", "2", "2", "3", "4"])).toEqual(["event 2 applied 2 times"]);
+    expect(checkConsumer(feed, ["1", "2", "4"])).toEqual(["1 events of the feed never applied (first 3)"]);
+    expect(checkConsumer(feed, ["1", "2", "3", "4", "5"])).toEqual(["events applied that the feed lacks: 5"]);
+    expect(checkConsumer(feed, ["1", "3", "2", "4"])).toEqual([
+      "applied out of the feed's order at its 3th event",
     ]);
   });
 });

@@ -430,3 +430,29 @@ function finalAllowed(ops: readonly Operation[]): Allowed {
   }
   return allowed;
 }
+
+/**
+ * What is wrong with the events a stream consumer applied (`applied`, their ids in the order it
+ * applied them, redeliveries already recognised) against the feed: every event of the feed,
+ * once each, in the feed's order, and nothing else. Empty when it holds.
+ */
+export function checkConsumer(feed: readonly FeedEvent[], applied: readonly string[]): string[] {
+  const violations: string[] = [];
+  const seen = new Map<string, number>();
+  for (const id of applied) seen.set(id, (seen.get(id) ?? 0) + 1);
+  for (const [id, times] of seen) if (times > 1) violations.push(`event ${id} applied ${times} times`);
+  const inFeed = new Set(feed.map((event) => event.id));
+  const missing = feed.filter((event) => !seen.has(event.id)).map((event) => event.id);
+  if (missing.length > 0)
+    violations.push(
+      `${missing.length} events of the feed never applied (first ${missing.slice(0, 5).join(", ")})`,
+    );
+  const foreign = [...seen.keys()].filter((id) => !inFeed.has(id));
+  if (foreign.length > 0)
+    violations.push(`events applied that the feed lacks: ${foreign.slice(0, 5).join(", ")}`);
+  const order = new Map(feed.map((event, index) => [event.id, index]));
+  const positions = [...new Set(applied)].map((id) => order.get(id)).filter((at) => at !== undefined);
+  const back = positions.findIndex((at, index) => index > 0 && at < (positions[index - 1] as number));
+  if (back > 0) violations.push(`applied out of the feed's order at its ${back + 1}th event`);
+  return violations;
+}
