@@ -15,6 +15,9 @@ import {
   type Verdict,
 } from "./history.js";
 
+/** The load of every nemesis test: workers, each with one request in flight at a time. */
+export const LOAD = { workers: 6, pauseMs: 20, timeoutMs: 35_000 } as const;
+
 /** Writes must be acknowledged again within this long after the fault. */
 export const WRITES_BACK_WITHIN_MS = 30_000;
 
@@ -51,7 +54,7 @@ export interface UnderFault {
 export async function underFault(topology: FailoverTopology, nemesis: Nemesis): Promise<UnderFault> {
   const leader = await topology.waitForHealthyCluster();
   const instancePids = INSTANCES.map((instance) => topology.processes.pidOf(instance));
-  const load = await startLoad({ url: topology.url, workers: 6, pauseMs: 20, timeoutMs: 35_000 });
+  const load = await startLoad({ url: topology.url, ...LOAD });
   await sleep(5_000);
 
   const faultAt = performance.now();
