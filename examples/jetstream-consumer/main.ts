@@ -28,12 +28,15 @@ if (existsSync(stateFile)) {
   for (const line of whole.split("\n").filter(Boolean)) applied.add((JSON.parse(line) as PostEvent).id);
 }
 
-// Reconnects for ever, and finds out within seconds that a frozen server stopped answering.
+// Connects and reconnects for ever, to any server of the list, and gives up on a server that does
+// not answer (frozen, partitioned) within seconds, where the defaults would wait for minutes.
 const connection = await connect({
   servers,
+  waitOnFirstConnect: true,
   maxReconnectAttempts: -1,
   reconnectTimeWait: 500,
-  pingInterval: 2000,
+  timeout: 2_000,
+  pingInterval: 2_000,
   maxPingOut: 2,
 });
 const manager = await jetstreamManager(connection);
