@@ -33,7 +33,8 @@ export class ExampleConsumer {
   start(): number {
     if (!existsSync(this.dir)) {
       mkdirSync(join(this.dir, "node_modules"), { recursive: true });
-      copyFileSync(join(EXAMPLE, "main.ts"), join(this.dir, "main.ts"));
+      // Its package.json too: "type": "module" is what lets main.ts await at its top level.
+      for (const file of ["main.ts", "package.json"]) copyFileSync(join(EXAMPLE, file), join(this.dir, file));
       // The scope's directory of the topology's own dependencies, the same versions the example names.
       symlinkSync(
         join(ROOT, "scripts/topology/node_modules/@nats-io"),
