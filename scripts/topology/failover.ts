@@ -179,8 +179,8 @@ export class FailoverTopology {
       JWT_SECRET: this.jwtSecret,
       LOG_LEVEL: "warn",
       APP_TIME_ZONE: "UTC",
-      // A little longer than a planned switchover leaves the write endpoint without a primary.
-      DB_RETRY_WITHIN_MS: "5000",
+      // Longer than a planned switchover leaves the write endpoint without a primary (2-7 s here).
+      DB_RETRY_WITHIN_MS: "10000",
     };
   }
 
@@ -402,6 +402,10 @@ export class FailoverTopology {
                 wal_keep_size: "256MB",
                 hot_standby: "on",
                 shared_buffers: "32MB",
+                // A standby whose primary went away tries the new one every 500 ms, not every
+                // 5 s: in a switchover the promotion waits out this interval too, and so do the
+                // commits on the new primary, until a synchronous standby streams from it again.
+                wal_retrieve_retry_interval: "500ms",
               },
             },
           },

@@ -161,7 +161,7 @@ export const SETTINGS = Type.Object({
     minimum: 0,
     maximum: MAX_TIMER_MS,
     description:
-      "how long a statement that surely changed nothing (no connection could be opened, or a server that takes no writes refused it) is sent again before the request fails with 503; behind Patroni and HAProxy, 5000 lets a planned switchover cost no request; 0 never sends it again",
+      "how long a statement that surely changed nothing (no connection could be opened, or a server that takes no writes refused it) is sent again before the request fails with 503; behind Patroni and HAProxy, 10000 lets a planned switchover cost no request but the writes in flight on the old primary; 0 never sends it again",
   }),
   DB_NAMED_STATEMENTS: Type.Boolean({
     default: true,
