@@ -10,7 +10,7 @@
  * STATE_FILE: where the applied events go, one JSON line each (default applied-events.jsonl).
  */
 import { appendFileSync, existsSync, readFileSync, truncateSync } from "node:fs";
-import { AckPolicy, DeliverPolicy, jetstream, jetstreamManager } from "@nats-io/jetstream";
+import { AckPolicy, type Consumer, DeliverPolicy, jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { connect, nanos } from "@nats-io/transport-node";
 import type { PostEvent } from "@posts/client";
 
@@ -39,8 +39,11 @@ const connection = await connect({
   pingInterval: 2_000,
   maxPingOut: 2,
 });
-const manager = await jetstreamManager(connection);
-// Made once, found again on a restart with the acknowledgements it holds (the same config is no change).
+// No account check: while a server is lost, JetStream's API may not answer for seconds.
+const manager = await jetstreamManager(connection, { checkAPI: false });
+// Made once, found again on a restart with the acknowledgements it holds (the same config is no
+// change); asked again until JetStream answers, which it may not while it elects new leaders.
+let consumer: Consumer;
 for (;;) {
   try {
     await manager.consumers.add("POSTS", {
@@ -52,15 +55,15 @@ for (;;) {
       // An acknowledgement lost with a server is made good by a redelivery after this long.
       ack_wait: nanos(5_000),
     });
+    consumer = await jetstream(connection).consumers.get("POSTS", durable);
     break;
   } catch (error) {
-    console.error(`the consumer could not be made yet: ${(error as Error).message}`);
+    console.error(`JetStream did not answer yet: ${(error as Error).message}`);
     await new Promise((resolve) => setTimeout(resolve, 1_000));
   }
 }
 console.log(`following POSTS as ${durable}; ${applied.size} events applied before`);
 
-const consumer = await jetstream(connection).consumers.get("POSTS", durable);
 const messages = await consumer.consume({ max_messages: 1, expires: 5_000 });
 process.once("SIGTERM", () => void messages.close());
 for await (const message of messages) {
