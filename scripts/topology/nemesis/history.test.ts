@@ -160,7 +160,7 @@ describe("the stream consumer's check", () => {
     expect(checkConsumer(feed, ["1", "2", "4"])).toEqual(["1 events of the feed never applied (first 3)"]);
     expect(checkConsumer(feed, ["1", "2", "3", "4", "5"])).toEqual(["events applied that the feed lacks: 5"]);
     expect(checkConsumer(feed, ["1", "3", "2", "4"])).toEqual([
-      "applied out of the feed's order at its 3th event",
+      "applied out of the feed's order: the event applied #3 comes before the one applied before it",
     ]);
   });
 });

@@ -453,6 +453,9 @@ export function checkConsumer(feed: readonly FeedEvent[], applied: readonly stri
   const order = new Map(feed.map((event, index) => [event.id, index]));
   const positions = [...new Set(applied)].map((id) => order.get(id)).filter((at) => at !== undefined);
   const back = positions.findIndex((at, index) => index > 0 && at < (positions[index - 1] as number));
-  if (back > 0) violations.push(`applied out of the feed's order at its ${back + 1}th event`);
+  if (back > 0)
+    violations.push(
+      `applied out of the feed's order: the event applied #${back + 1} comes before the one applied before it`,
+    );
   return violations;
 }
