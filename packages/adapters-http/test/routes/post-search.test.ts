@@ -136,7 +136,7 @@ describe("search: GET /api/v1/posts?q= (docs/posts.md#search)", () => {
 
   it("writes a page holding a large post whole in parts, the same JSON as a page of small posts", async () => {
     // Past CONTENT_PART_CHARACTERS, with characters JSON escapes and one beyond the BMP.
-    const content = `${"needle \"quoted\" \\ 세계 😀\n".repeat(20_000)}end`;
+    const content = `${'needle "quoted" \\ 세계 😀\n'.repeat(20_000)}end`;
     const large = await aPost(t().deps.posts, author, { title: "large needle", content });
     const small = await aPost(t().deps.posts, author, { title: "small needle", content: "x" });
     const response = await get(mine("q=needle"));
