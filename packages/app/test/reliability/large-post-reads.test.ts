@@ -1,8 +1,8 @@
 import { createHash } from "node:crypto";
-import { readFileSync } from "node:fs";
 import { postgresForTests } from "@posts/adapters-postgres/testing";
 import { describeNeeding } from "@posts/domain/testing/vitest";
 import { afterAll, beforeAll, expect, it } from "vitest";
+import { MIB, processMemory } from "../support/process-memory.js";
 import { type ListeningService, startService } from "../support/service-process.js";
 import { insertUserWithToken } from "./admin-sql.js";
 import { RELIABILITY_JWT_SECRET } from "./in-process-service.js";
@@ -19,12 +19,10 @@ const RSS_BOUND_MIB = 512;
 // Above this the service is stopped at once: a failure must not take the machine's memory with it.
 const KILL_ABOVE_MIB = 2048;
 
-/** The service's resident set now and at its peak, in MiB, from /proc. */
+/** The service's resident set now and at its peak, in MiB. */
 function memoryOf(pid: number): { readonly rss: number; readonly peak: number } {
-  const status = readFileSync(`/proc/${pid}/status`, "utf8");
-  const kib = (field: string) =>
-    Number(new RegExp(`^${field}:\\s+(\\d+) kB`, "m").exec(status)?.[1] ?? Number.NaN);
-  return { rss: kib("VmRSS") / 1024, peak: kib("VmHWM") / 1024 };
+  const { rss, peak } = processMemory(pid);
+  return { rss: rss / MIB, peak: peak / MIB };
 }
 
 interface Answer {

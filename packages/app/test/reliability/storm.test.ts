@@ -1,8 +1,9 @@
 import { openTestDatabase, postgresForTests, type TestDatabase } from "@posts/adapters-postgres/testing";
 import { describeNeeding } from "@posts/domain/testing/vitest";
 import { afterAll, beforeAll, expect, it } from "vitest";
+import { MIB, processMemory } from "../support/process-memory.js";
 import { type ListeningService, startService, TEST_JWT_SECRET } from "../support/service-process.js";
-import { describeStorm, percentile, plantPosts, processMemory, runStorm } from "./storm/storm.js";
+import { describeStorm, percentile, plantPosts, runStorm } from "./storm/storm.js";
 
 // The load docs/change-events.md#bounds promises to bear.
 const POSTS = 50;
@@ -10,7 +11,7 @@ const POST_BYTES = 10 * 1000 * 1000;
 const STREAMS = 200;
 const PAGES = 50;
 const SEARCHES = 20;
-const RSS_BOUND = 512 * 1024 * 1024;
+const RSS_BOUND = 512 * MIB;
 const HEALTH_P99_MS = 100;
 // Ten streams from each of twenty loopback addresses: below the default cap per address (20),
 // so that the storm runs with the service's defaults and every stream must be served.

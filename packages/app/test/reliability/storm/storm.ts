@@ -1,8 +1,8 @@
 import { fork } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { readFileSync } from "node:fs";
 import { setPriority } from "node:os";
 import { fileURLToPath } from "node:url";
+import { MIB, processMemory } from "../../support/process-memory.js";
 
 /** What one storm asks of the service: see docs/change-events.md#bounds. */
 export interface StormLoad {
@@ -56,14 +56,6 @@ export interface StormOutcome {
   /** The service's RSS sampled during the storm, and its peak as the kernel counted it (VmHWM). */
   readonly memory: { readonly maxSampledRss: number; readonly peakRss: number } | undefined;
   readonly durationMs: number;
-}
-
-/** The resident set size (VmRSS) and its peak since the process started (VmHWM), in bytes. */
-export function processMemory(pid: number): { readonly rss: number; readonly peak: number } {
-  const status = readFileSync(`/proc/${pid}/status`, "utf8");
-  const kib = (field: string) =>
-    Number(new RegExp(`^${field}:\\s+(\\d+) kB$`, "m").exec(status)?.[1] ?? Number.NaN);
-  return { rss: kib("VmRSS") * 1024, peak: kib("VmHWM") * 1024 };
 }
 
 /** The value below which `fraction` of `values` fall (nearest rank); NaN for none. */
@@ -258,8 +250,6 @@ export async function runStorm(baseUrl: string, load: StormLoad, servicePid?: nu
     }
   }
 }
-
-const MIB = 1024 * 1024;
 
 /** The figures of `outcome` on a few lines, for a log or a failure message. */
 export function describeStorm(outcome: StormOutcome): string {
