@@ -270,47 +270,49 @@ function rangesDesign(database: string, span: number, chars: boolean, inC: boole
  * statement over the partitioned table would do the same only if the planner chose an ordered
  * `Append` of sorted partitions; it chose to sort them all at once.
  */
-async function partitionsDesign(): Promise<{ design: Design; close: () => Promise<void> }> {
-  const span = 131_072;
-  const c = await client("search_partitioned");
-  const bitmaps = await client("search_partitioned");
-  await bitmaps.query("set enable_seqscan = off; set enable_indexscan = off");
-  const { rows } = await c.query<{ max: string; last: string }>(
-    `SELECT max(id) AS max, (SELECT max(substr(relname, 7)::int) FROM pg_class
+function partitionsDesign(database: string) {
+  return async (): Promise<{ design: Design; close: () => Promise<void> }> => {
+    const span = 131_072;
+    const c = await client(database);
+    const bitmaps = await client(database);
+    await bitmaps.query("set enable_seqscan = off; set enable_indexscan = off");
+    const { rows } = await c.query<{ max: string; last: string }>(
+      `SELECT max(id) AS max, (SELECT max(substr(relname, 7)::int) FROM pg_class
                               WHERE relname ~ '^posts_[0-9]+$' AND relkind = 'r') AS last FROM posts`,
-  );
-  const top = Number(rows[0]?.max ?? 0);
-  const last = Number(rows[0]?.last ?? 0);
-  const design: Design = async (term, beforeId, limit) => {
-    const below = beforeId ?? top + 1;
-    const started = performance.now();
-    const first = await walk(c, term, below, FIRST_WALK, limit);
-    if (first.stoppedAt === undefined) return { ids: first.ids };
-    const ids = [...first.ids];
-    const values: unknown[] = [containsPattern(term.term)];
-    const by = term.authorId === undefined ? "" : `AND user_id = $${values.push(term.authorId)}`;
-    const letters = [...new Set([...term.term.replace(/[A-Z]/g, (l) => l.toLowerCase())])];
-    const chars =
-      [...term.term].length < 3 ? `post_chars(title, content) @> $${values.push(letters)}::text[] AND` : "";
-    const beneath = `$${values.push(0)}`;
-    let from = first.stoppedAt;
-    while (from > 1) {
-      const r = Math.min(last, Math.floor((from - 2) / span));
-      const found = await bitmaps.query<{ id: string }>(
-        `SELECT id FROM posts_${r}
+    );
+    const top = Number(rows[0]?.max ?? 0);
+    const last = Number(rows[0]?.last ?? 0);
+    const design: Design = async (term, beforeId, limit) => {
+      const below = beforeId ?? top + 1;
+      const started = performance.now();
+      const first = await walk(c, term, below, FIRST_WALK, limit);
+      if (first.stoppedAt === undefined) return { ids: first.ids };
+      const ids = [...first.ids];
+      const values: unknown[] = [containsPattern(term.term)];
+      const by = term.authorId === undefined ? "" : `AND user_id = $${values.push(term.authorId)}`;
+      const letters = [...new Set([...term.term.replace(/[A-Z]/g, (l) => l.toLowerCase())])];
+      const chars =
+        [...term.term].length < 3 ? `post_chars(title, content) @> $${values.push(letters)}::text[] AND` : "";
+      const beneath = `$${values.push(0)}`;
+      let from = first.stoppedAt;
+      while (from > 1) {
+        const r = Math.min(last, Math.floor((from - 2) / span));
+        const found = await bitmaps.query<{ id: string }>(
+          `SELECT id FROM posts_${r}
           WHERE id < ${beneath}::int8 ${by} AND ${chars}
                 (title COLLATE "C" ILIKE $1 ESCAPE '\\' OR content COLLATE "C" ILIKE $1 ESCAPE '\\')
           ORDER BY id DESC LIMIT ${limit - ids.length}`,
-        values.with(-1, from),
-      );
-      ids.push(...found.rows.map((row) => Number(row.id)));
-      from = r * span + 1;
-      if (ids.length >= limit) return { ids };
-      if (performance.now() - started >= RANGE_PAGE_MS) break;
-    }
-    return from > 1 ? { ids, resumeBelow: from } : { ids };
+          values.with(-1, from),
+        );
+        ids.push(...found.rows.map((row) => Number(row.id)));
+        from = r * span + 1;
+        if (ids.length >= limit) return { ids };
+        if (performance.now() - started >= RANGE_PAGE_MS) break;
+      }
+      return from > 1 ? { ids, resumeBelow: from } : { ids };
+    };
+    return { design, close: async () => Promise.all([c.end(), bitmaps.end()]).then(() => undefined) };
   };
-  return { design, close: async () => Promise.all([c.end(), bitmaps.end()]).then(() => undefined) };
 }
 
 /**
@@ -407,7 +409,8 @@ const DESIGNS: Record<string, () => Promise<{ design: Design; close: () => Promi
   "ranges32-c": rangesDesign("search_partsc", 32_768, true, true),
   "ranges-probe": rangesProbeDesign,
   rum: rumDesign,
-  partitions: partitionsDesign,
+  partitions: partitionsDesign("search_partitioned"),
+  "partitions-10m": partitionsDesign("search_10m"),
 };
 const DATABASES: Record<string, string> = {
   today: "search_1m",
@@ -417,6 +420,7 @@ const DATABASES: Record<string, string> = {
   "ranges32-c": "search_partsc",
   rum: "search_rum",
   partitions: "search_partitioned",
+  "partitions-10m": "search_10m",
 };
 
 /** Inserts a second for `ms` on `database`, 4 connections, one statement each as POST's; the rows go afterwards. */
