@@ -16,7 +16,10 @@
  *   ranges32-c    search_partsc: ranges32 with the trigram indexes in the "C" collation;
  *   ranges-probe  search_parts: ranges, probing a range before windows of ids inside it;
  *   partitions    search_partitioned: posts partitioned by 131,072 ids (partitions.sql), "C"
- *                 trigram and character indexes per partition; a walk of 300, then one statement;
+ *                 trigram and character indexes per partition; a walk of 300, then the
+ *                 partitions newest first, one statement each (partitions-10m: search_10m,
+ *                 the same on 10,000,000 posts, partitioned before the seed);
+ *   pglite        today's adapter on an in-memory PGlite seeded by seed.sql (200,000 posts);
  *   rum           search_rum: a RUM index of each post's trigrams and characters, the id attached
  *                 and the posting lists ordered by it (rum.sql, needs postgresql-15-rum).
  *
