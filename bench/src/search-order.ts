@@ -1,7 +1,7 @@
 /**
  * The search-in-id-order study (docs/design/search-in-id-order.md): how long each candidate
  * design takes to the first 20 matches of a term (or the definite end), following the cursor
- * page by page as a client does, for terms of every class the issue names, and what each costs
+ * page by page as a client does, for terms of every class the goal names, and what each costs
  * an insert. Each design lives in its own database on one PostgreSQL 15 server, copies of one
  * seed (bench/search-order/seed.sql):
  *
