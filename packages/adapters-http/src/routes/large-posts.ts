@@ -3,6 +3,7 @@ import { Readable } from "node:stream";
 import { type Dependencies, isWhole, type Post, type PostOutline, type PostPage } from "@posts/domain";
 import { waitUntil } from "../events/wait-until.js";
 import { ByteBudget, type ByteBudgetStats } from "../http/byte-budget.js";
+import { pacedReadable } from "../http/write-pacer.js";
 import type { LargePostSettings } from "../http-app-options.js";
 import type { PostSerializer } from "./post-serializer.js";
 
@@ -65,8 +66,9 @@ export interface LargePosts {
    */
   pageStream(page: PostPage, first: HeldPost, response: ServerResponse): Readable;
   /**
-   * The JSON of `held`'s post as a stream, in parts (`PostSerializer.postParts`), one ahead at
-   * most; its room is given back once `response` closes.
+   * The JSON of `held`'s post as a stream, in parts (`PostSerializer.postParts`) written a slice
+   * at a time, each in a turn of the event loop the write pacer grants; its room is given back
+   * once `response` closes.
    */
   postStream(held: HeldPost, response: ServerResponse): Readable;
   /** What the budget holds and how many wait. */
@@ -163,7 +165,9 @@ export function largePosts(
 
     postStream: (held, response) => {
       response.once("close", held.release);
-      return Readable.from(serializer.postParts(held.post), { objectMode: false, highWaterMark: 1 });
+      // Paced: a stream over the parts alone would render and hand the socket all of them in
+      // one turn of the event loop while the socket takes them (a post of 16 MiB: 300 ms here).
+      return pacedReadable(serializer.postParts(held.post));
     },
 
     stats: () => budget.stats(),
