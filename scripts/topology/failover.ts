@@ -406,6 +406,9 @@ export class FailoverTopology {
                 // 5 s: in a switchover the promotion waits out this interval too, and so do the
                 // commits on the new primary, until a synchronous standby streams from it again.
                 wal_retrieve_retry_interval: "500ms",
+                // The logs' times in UTC whatever the zone the harness runs in (initdb takes
+                // TZ's otherwise): the switchover test reads the shutdown's instant from them.
+                log_timezone: "UTC",
               },
             },
           },
