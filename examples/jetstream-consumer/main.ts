@@ -4,6 +4,9 @@
  * then acknowledges it. Stopped or crashed, it resumes where its consumer's acknowledgements
  * left off; an event delivered again (applied but not yet acknowledged, or published twice) is
  * recognised by its id and only acknowledged. One event in flight at a time keeps them in order.
+ * An event larger than the NATS server's max_payload comes as a reference: `data` holds the
+ * post's id only, and `dataref` names the service's feed page that holds the whole event (read
+ * it from the service when the post's content is needed).
  *
  * NATS_URL: the servers, comma-separated (default nats://127.0.0.1:4222).
  * CONSUMER: the durable consumer's name (default posts-example).
