@@ -128,7 +128,7 @@ export class EventStreams {
     response.on("close", () => gone.abort());
     let position = after;
     try {
-      while (!gone.signal.aborted && !this.#closed) {
+      while (!gone.signal.aborted && !response.destroyed && !this.#closed) {
         const live = hub.tailAfter(position, STREAM_BATCH_BYTES);
         if (live !== undefined && live.length > 0) {
           position = await this.#send(response, position, live);
@@ -215,7 +215,9 @@ export class EventStreams {
     try {
       const written = await writePaced(response, chunks, () => this.#drained(response));
       if (!written && !response.destroyed && !response.writableEnded) {
+        // Counted as cut and no longer open in the same turn: its 'close' comes turns later.
         this.#stalled++;
+        this.#streams.delete(response);
         response.destroy();
       }
     } finally {
