@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import type { FailoverTopology, NodeName } from "./failover.js";
 import { median, percentile } from "./measure.js";
+import { signUp } from "./sign-up.js";
 import { sql } from "./topology.js";
 
 /** Whether every commit waits for a synchronous standby (the topology's own setting) or not. */
@@ -93,18 +94,7 @@ export async function measureWrites(
   const { say } = options;
   const leader = await topology.waitForHealthyCluster();
   const json = { "content-type": "application/json" };
-  const credentials = { email: `measure-${Date.now()}@example.com`, password: "a long password" };
-  await fetch(`${topology.url}/api/v1/user`, {
-    method: "POST",
-    headers: json,
-    body: JSON.stringify(credentials),
-  });
-  const login = await fetch(`${topology.url}/api/v1/user/login`, {
-    method: "POST",
-    headers: json,
-    body: JSON.stringify(credentials),
-  });
-  const { token } = (await login.json()) as { token: string };
+  const token = await signUp(topology.url, { label: "measure" });
   const authed = { ...json, "x-auth-token": token };
   const ids: string[] = [];
   for (let i = 0; i < 200; i += 1) {

@@ -1,4 +1,5 @@
 import { readdirSync, readFileSync } from "node:fs";
+import { signUp } from "./sign-up.js";
 import { PORTS, type ServerName, type Topology } from "./topology.js";
 
 /** One way of running the three instances. */
@@ -190,19 +191,8 @@ export async function measure(
     },
   ];
   say("seeding 1,000 posts");
-  const credentials = { email: `measure-${Date.now()}@example.com`, password: "a long password" };
   const json = { "content-type": "application/json" };
-  await fetch(`${topology.url}/api/v1/user`, {
-    method: "POST",
-    headers: json,
-    body: JSON.stringify(credentials),
-  });
-  const login = await fetch(`${topology.url}/api/v1/user/login`, {
-    method: "POST",
-    headers: json,
-    body: JSON.stringify(credentials),
-  });
-  const { token } = (await login.json()) as { token: string };
+  const token = await signUp(topology.url, { label: "measure" });
   const ids: string[] = [];
   for (let i = 0; i < 1000; i += 1) {
     const created = await fetch(`${topology.url}/api/v1/posts`, {

@@ -1,4 +1,5 @@
 import { setTimeout as sleep } from "node:timers/promises";
+import { signUp } from "../sign-up.js";
 
 /**
  * A Jepsen-style history of the service under faults: a steady load of keyed creates, patches,
@@ -67,30 +68,13 @@ export interface Load {
 }
 
 /** Registers a user and logs in (retrying until the service answers), answering the token. */
-async function tokenOf(url: string, worker: number): Promise<string> {
-  const credentials = {
-    email: `nemesis-${worker}-${Math.random().toString(36).slice(2, 10)}@example.com`,
-    password: "a long password",
-  };
-  const post = (path: string) =>
-    fetch(`${url}${path}`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify(credentials),
-      signal: AbortSignal.timeout(10_000),
-    });
-  const registered = await post("/api/v1/user");
-  if (registered.status !== 201) throw new Error(`registration answered ${registered.status}`);
-  const loggedIn = await post("/api/v1/user/login");
-  if (loggedIn.status !== 200) throw new Error(`login answered ${loggedIn.status}`);
-  return ((await loggedIn.json()) as { token: string }).token;
-}
-
 /** Starts `options.workers` workers, each registering its own user and then looping. */
 export async function startLoad(options: LoadOptions): Promise<Load> {
   const history: Operation[] = [];
   const tokens = await Promise.all(
-    Array.from({ length: options.workers }, (_, worker) => tokenOf(options.url, worker)),
+    Array.from({ length: options.workers }, (_, worker) =>
+      signUp(options.url, { label: `nemesis-${worker}` }),
+    ),
   );
   let running = true;
   const loops = tokens.map((token, worker) => runWorker(worker, token, options, history, () => running));

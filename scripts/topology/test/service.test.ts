@@ -1,6 +1,7 @@
 import { execFile, execFileSync } from "node:child_process";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from "vitest";
+import { signUp } from "../sign-up.js";
 import { attachTopology, PGBOUNCER_POOL_SIZE, PORTS, ROOT, sql, type Topology } from "../topology.js";
 
 /**
@@ -15,26 +16,8 @@ interface User {
 }
 
 async function registerAndLogIn(baseUrl: string): Promise<User> {
-  const credentials = {
-    email: `topology-${Math.random().toString(36).slice(2, 10)}@example.com`,
-    password: "a long password",
-  };
-  const post = (path: string) =>
-    fetch(`${baseUrl}${path}`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify(credentials),
-    });
-  const registered = await post("/api/v1/user");
-  expect(registered.status).toBe(201);
   // Registration on one instance, login at once on another: the login's lookup may be a standby's.
-  const loggedIn = await fetch(`${INSTANCES[1]}/api/v1/user/login`, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify(credentials),
-  });
-  expect(loggedIn.status).toBe(200);
-  return { token: ((await loggedIn.json()) as { token: string }).token };
+  return { token: await signUp(baseUrl, { logInAt: INSTANCES[1] }) };
 }
 
 function send(baseUrl: string, method: string, path: string, user?: User, body?: unknown): Promise<Response> {
