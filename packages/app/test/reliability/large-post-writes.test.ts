@@ -1,12 +1,18 @@
 import { createHash } from "node:crypto";
-import { request } from "node:http";
 import { postgresForTests } from "@posts/adapters-postgres/testing";
 import { describeNeeding } from "@posts/domain/testing/vitest";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { MIB, processMemory } from "../support/process-memory.js";
 import { type ListeningService, startService } from "../support/service-process.js";
 import { countPosts, insertUserWithToken } from "./admin-sql.js";
 import { RELIABILITY_JWT_SECRET } from "./in-process-service.js";
+import {
+  exchange,
+  expectAllAnswered,
+  expectToComeBack,
+  RSS_BOUND_MIB,
+  tally,
+  watchMemory,
+} from "./large-answers.js";
 import { useSuiteDatabase } from "./postgres-suite.js";
 
 // Posts and bodies large enough that the writes of the old design (a PATCH answering the whole
@@ -14,73 +20,6 @@ import { useSuiteDatabase } from "./postgres-suite.js";
 const CONTENT_BYTES = 10 * 1024 * 1024;
 const CONCURRENT_PATCHES = 50;
 const CONCURRENT_POSTS = 50;
-// What docs/posts.md#large-posts states: the process stays under 512 MiB of RSS.
-const RSS_BOUND_MIB = 512;
-// Above this the service is stopped at once: a failure must not take the machine's memory with it.
-const KILL_ABOVE_MIB = 2048;
-
-/** The service's resident set now and at its peak, in MiB. */
-function memoryOf(pid: number): { readonly rss: number; readonly peak: number } {
-  const { rss, peak } = processMemory(pid);
-  return { rss: rss / MIB, peak: peak / MIB };
-}
-
-interface Answer {
-  readonly status: number;
-  readonly bytes: number;
-  readonly digest: string;
-  readonly headers: Record<string, string | string[] | undefined>;
-  readonly text: string;
-}
-
-/**
- * Sends `parts` as one body with its Content-Length (each part written as it is, never joined:
- * fifty bodies of 10 MB share one buffer) and hashes the answer as it comes, keeping the text of
- * a short one. A connection cut short answers status 0.
- */
-function exchange(
-  url: string,
-  method: string,
-  headers: Record<string, string>,
-  parts: readonly Buffer[],
-): Promise<Answer> {
-  return new Promise((resolve) => {
-    const cut = (error: unknown) =>
-      resolve({ status: 0, bytes: 0, digest: "", headers: {}, text: String(error) });
-    const length = parts.reduce((sum, part) => sum + part.length, 0);
-    const sent = request(
-      url,
-      {
-        method,
-        headers: { ...headers, "content-type": "application/json", "content-length": String(length) },
-      },
-      (response) => {
-        const hash = createHash("sha256");
-        let bytes = 0;
-        let text = "";
-        response.on("data", (part: Buffer) => {
-          hash.update(part);
-          bytes += part.length;
-          if (bytes <= 4096) text += part.toString("utf8");
-        });
-        response.on("error", cut);
-        response.on("end", () =>
-          resolve({
-            status: response.statusCode ?? 0,
-            bytes,
-            digest: hash.digest("hex"),
-            headers: response.headers,
-            text,
-          }),
-        );
-      },
-    );
-    // The server answers a body it refuses (503) before reading it: writing the rest may fail then.
-    sent.on("error", cut);
-    for (const part of parts) sent.write(part);
-    sent.end();
-  });
-}
 
 describeNeeding(
   await postgresForTests(),
@@ -135,17 +74,12 @@ describeNeeding(
     it(`keeps RSS under ${RSS_BOUND_MIB} MiB with ${CONCURRENT_PATCHES} PATCHes of the title of posts of ` +
       `${CONTENT_BYTES / 1024 / 1024} MiB and ${CONCURRENT_POSTS} POSTs of such bodies at once; every answer 200, 201 or 503, nothing acknowledged lost`, async () => {
       const running = service as ListeningService;
-      const pid = running.child.pid as number;
       const auth = { "x-auth-token": token };
       const postsBefore = await countPosts(database());
       // One buffer of the content's JSON text, shared by every POST's body.
       const contentJson = Buffer.from(JSON.stringify(content));
 
-      let watched = { rss: 0, peak: 0 };
-      const watchdog = setInterval(() => {
-        watched = memoryOf(pid);
-        if (watched.rss > KILL_ABOVE_MIB) running.child.kill("SIGKILL");
-      }, 50);
+      const peakOf = watchMemory(running);
       const [patches, posts] = await Promise.all([
         Promise.all(
           ids.map((id, i) =>
@@ -163,33 +97,15 @@ describeNeeding(
             ]),
           ),
         ),
-      ]).finally(() => clearInterval(watchdog));
-
-      const peak = running.child.exitCode === null ? memoryOf(pid).peak : watched.rss;
-      const summary = [
+      ]);
+      const peak = peakOf();
+      const summary = tally([
         ...patches.map((a) => `PATCH ${a.status}`),
         ...posts.map((a) => `POST ${a.status}`),
-      ].reduce<Record<string, number>>((counts, key) => {
-        counts[key] = (counts[key] ?? 0) + 1;
-        return counts;
-      }, {});
+      ]);
       console.info(`large post writes: peak RSS ${Math.round(peak)} MiB, answers ${JSON.stringify(summary)}`);
 
-      const problems = running.logs
-        .filter((line) => (line.level ?? 0) >= 40)
-        .map((line) => JSON.stringify(line));
-      const cut = [...patches, ...posts].find((answer) => answer.status === 0);
-      expect(
-        cut,
-        `an answer was cut short: ${cut?.text}\n${problems.join("\n").slice(0, 4000)}`,
-      ).toBeUndefined();
-      expect(running.child.exitCode, "the service exited").toBeNull();
-      expect(running.child.signalCode, "the service was killed above its bound").toBeNull();
-
-      const refused = (answer: Answer) => {
-        expect(answer.headers["retry-after"]).toBeDefined();
-        expect(JSON.parse(answer.text)).toMatchObject({ status: 503, error: "Service Unavailable" });
-      };
+      expectAllAnswered(running, [...patches, ...posts]);
       // Each PATCH answered 200 is the post as it changed, byte for byte what a GET of it answers
       // now (nothing changed it since), with its ETag; one answered 503 changed nothing.
       for (const [i, answer] of patches.entries()) {
@@ -200,13 +116,13 @@ describeNeeding(
           .where("id", "=", id)
           .executeTakeFirst();
         if (answer.status === 503) {
-          refused(answer);
+          expectToComeBack(answer);
           expect(stored?.title).toBe(`large ${i}`);
           continue;
         }
         expect(answer.status, answer.text).toBe(200);
         expect(stored).toEqual({ title: `patched ${i}`, bytes: CONTENT_BYTES });
-        const read = await exchange(`${running.url}/api/v1/posts/${id}`, "GET", {}, []);
+        const read = await exchange(`${running.url}/api/v1/posts/${id}`, "GET");
         expect(read.status).toBe(200);
         expect(answer.bytes).toBe(read.bytes);
         expect(answer.digest).toBe(read.digest);
@@ -216,7 +132,7 @@ describeNeeding(
       const created: number[] = [];
       for (const answer of posts) {
         if (answer.status === 503) {
-          refused(answer);
+          expectToComeBack(answer);
           continue;
         }
         expect(answer.status, answer.text).toBe(201);
