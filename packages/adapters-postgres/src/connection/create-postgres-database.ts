@@ -78,10 +78,11 @@ export interface PostgresDatabaseOptions {
   readonly readMaxWaitMillis?: number;
   /**
    * How long a statement that surely changed nothing is sent again after its first failure: no
-   * connection could be opened to send it on, or a server that takes no writes refused it (see
-   * `poolForKysely`). Behind a failover proxy, a little longer than a planned switchover leaves
-   * the write endpoint without a primary (a few seconds) makes one cost no request. Default 0:
-   * never, so that an outage answers at once.
+   * connection could be opened to send it on, a server that takes no writes refused it, or the
+   * server's shutdown ended it before it could commit (see `poolForKysely`). Behind a failover
+   * proxy, a little longer than a planned switchover leaves the write endpoint without a primary
+   * (a few seconds) makes one cost no request, but rarely a write whose commit cannot be told.
+   * Default 0: never, so that an outage answers at once.
    */
   readonly retryWithinMillis?: number;
   /** Shown in `pg_stat_activity`. Default `posts-service`. */
@@ -137,7 +138,7 @@ export function createPostgresDatabase(options: PostgresDatabaseOptions): Databa
     );
   });
   const names = options.namedStatements === false ? undefined : PREPARED_STATEMENT_NAMES;
-  const { forKysely, run } = poolForKysely(
+  const { forKysely, run, resent } = poolForKysely(
     pool,
     queryTimeout,
     names,
@@ -165,7 +166,7 @@ export function createPostgresDatabase(options: PostgresDatabaseOptions): Databa
       },
     }),
     poolStats: () => poolStats(pool),
-    primaryStats: () => ({ changes: primary.changes, timeline: primary.timeline }),
+    primaryStats: () => ({ changes: primary.changes, timeline: primary.timeline, resent: resent() }),
     notifications,
   };
   if (readUrls.length === 0 || options.readMaxWaitMillis === undefined) return handle;

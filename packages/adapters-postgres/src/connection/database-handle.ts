@@ -2,7 +2,7 @@ import type { Kysely } from "kysely";
 import type { Notifications } from "../notifications/notifications.js";
 import type { Database } from "../schema/database.js";
 import type { RunStatement } from "./direct-statements.js";
-import type { PoolStats } from "./pool-for-kysely.js";
+import type { PoolStats, Resends } from "./pool-for-kysely.js";
 import type { StandbyReadStats } from "./standby-reads/standby-reads.js";
 
 /** Which PostgreSQL a handle talks to: a server through `pg`, or PGlite in this process. */
@@ -18,6 +18,12 @@ export interface PrimaryStats {
   readonly changes: number;
   /** The highest timeline a connection found, or undefined before the first. */
   readonly timeline: number | undefined;
+  /**
+   * Statements sent again after a failure that proved they changed nothing (`retryWithinMillis`),
+   * by why: no connection could be opened, a server that takes no writes refused them, or the
+   * server's shutdown cut them short before they could commit (or they were never sent).
+   */
+  readonly resent: Resends;
 }
 
 /** An open database: the query builder for the repositories, and how to let it go. */

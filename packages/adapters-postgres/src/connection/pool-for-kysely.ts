@@ -50,6 +50,41 @@ const SQLSTATE_STALE_PLAN = "0A000";
  */
 const SQLSTATE_READ_ONLY = "25006";
 
+/**
+ * admin_shutdown: the server's fast shutdown (or pg_terminate_backend) ended the session. Sent as
+ * a FATAL error, after which the server closes the connection.
+ */
+const SQLSTATE_ADMIN_SHUTDOWN = "57P01";
+
+/**
+ * The first word of a statement that cannot commit anything by itself before its CommandComplete
+ * when it runs outside a transaction block: its commit is the one PostgreSQL makes after it
+ * completes. Not among them: CALL and DO (a procedure may COMMIT midway), VACUUM, the
+ * CONCURRENTLY forms and the other utility statements that commit transactions of their own
+ * while they run. Inside a transaction block none of those may run, and every statement is safe.
+ */
+const COMMITS_ONLY_AT_THE_END =
+  /^\s*(?:select|insert|update|delete|merge|with|values|table|begin|start|commit|end|rollback|abort)\b/i;
+
+/** A transaction's ROLLBACK, as Kysely sends it when a statement of the transaction failed. */
+const ROLLBACK = /^\s*rollback\s*;?\s*$/i;
+
+/** The errors of statements that provably never committed: see {@link isProvedUncommitted}. */
+const UNCOMMITTED = new WeakSet<object>();
+
+/**
+ * Whether `error` ended a statement run through {@link poolForKysely} that provably changed
+ * nothing: it was never sent (its connection failed while it waited behind another statement),
+ * or the server ended the session (FATAL 57P01, a fast shutdown or pg_terminate_backend) before
+ * any CommandComplete of it and without the WARNING of a cancelled wait for the synchronous
+ * standby. Inside a transaction, any statement up to and including its COMMIT: the transaction
+ * never committed, and may run again whole, by whoever holds its work (Kysely rethrows that
+ * error from `transaction().execute()`). `run` sends such a statement again by itself.
+ */
+export function isProvedUncommitted(error: unknown): boolean {
+  return typeof error === "object" && error !== null && UNCOMMITTED.has(error);
+}
+
 /** What `pg` answers a statement with, through its callback. */
 type Answer = (error: Error | null, result: pg.QueryResult) => void;
 
@@ -99,9 +134,12 @@ type Done = (error: Error | null, result?: pg.QueryResult) => void;
  * on (refused, cut while opening, a server starting or shutting down: what a switchover or a
  * failover looks like from here), or a server that takes no writes refused it (25006: a
  * standby, or the old primary, still reached through the write endpoint), which rolled all of
- * it back. Any other failure, and above all a connection lost after the statement was sent,
- * whose commit may have happened, is the caller's at once. A pool with every connection busy
- * (its acquire timeout) is not tried again either: waiting longer would only deepen an overload.
+ * it back; or the server's shutdown cut it short before it could commit (FATAL 57P01 with
+ * none of its CommandComplete: see {@link isProvedUncommitted}), what a planned switchover does
+ * to the writes in flight on the old primary. Any other failure, and above all a connection
+ * lost after the statement was sent, whose commit may have happened, is the caller's at once. A
+ * pool with every connection busy (its acquire timeout) is not tried again either: waiting
+ * longer would only deepen an overload. `resent` counts the statements sent again, by why.
  */
 export function poolForKysely(
   pool: pg.Pool,
@@ -109,7 +147,7 @@ export function poolForKysely(
   names?: StatementNames,
   offPrimary?: WeakSet<pg.ClientBase>,
   retryWithinMillis = 0,
-): { readonly forKysely: PostgresPool; readonly run: RunStatement } {
+): { readonly forKysely: PostgresPool; readonly run: RunStatement; readonly resent: () => Resends } {
   const clients = new WeakMap<pg.PoolClient, TimedClient>();
   const wrap = (client: pg.PoolClient): TimedClient => {
     let wrapped = clients.get(client);
@@ -120,7 +158,9 @@ export function poolForKysely(
     return wrapped;
   };
   const noConnection = () => new Error("the pool gave no connection");
+  const resent: Record<ResendReason, number> = { "no-connection": 0, "read-only": 0, uncommitted: 0 };
   return {
+    resent: () => ({ ...resent }),
     forKysely: {
       connect: () =>
         new Promise((resolve, reject) => {
@@ -138,12 +178,13 @@ export function poolForKysely(
         let deadline: number | undefined;
         let tries = 0;
         // Whether `failure` (which changed nothing) is tried again: answers false when it is the caller's.
-        const again = (failure: Error): boolean => {
+        const again = (failure: Error, reason: ResendReason): boolean => {
           if (retryWithinMillis <= 0 || !isDatabaseUnavailable(failure)) return false;
           deadline ??= performance.now() + retryWithinMillis;
           const wait = Math.min(RETRY_FIRST_WAIT_MS * 2 ** tries, RETRY_LONGEST_WAIT_MS);
           if (performance.now() + wait > deadline) return false;
           tries += 1;
+          resent[reason] += 1;
           setTimeout(attempt, wait);
           return true;
         };
@@ -151,7 +192,7 @@ export function poolForKysely(
           pool.connect((error, client) => {
             if (error || client === undefined) {
               const failure = error ?? noConnection();
-              if (!POOL_BUSY.test(failure.message) && again(failure)) return;
+              if (!POOL_BUSY.test(failure.message) && again(failure, "no-connection")) return;
               reject(failure);
               return;
             }
@@ -159,13 +200,35 @@ export function poolForKysely(
             timed.run(sql, parameters, (failure, result) => {
               timed.release();
               if (!failure) resolve(lastWithRows(result)?.rows ?? []);
-              else if (!(sqlStateOf(failure) === SQLSTATE_READ_ONLY && again(failure))) reject(failure);
+              else {
+                const reason = resendReason(failure);
+                if (!(reason !== undefined && again(failure, reason))) reject(failure);
+              }
             });
           });
         };
         attempt();
       }),
   };
+}
+
+/**
+ * Why a statement was sent again: no connection could be opened to send it on, a server that
+ * takes no writes refused it (25006), or {@link isProvedUncommitted} (above all, the server's
+ * shutdown ended it before it could commit).
+ */
+export type ResendReason = "no-connection" | "read-only" | "uncommitted";
+
+/** How many statements were sent again, by why. */
+export type Resends = Readonly<Record<ResendReason, number>>;
+
+/**
+ * Why a statement that was given a connection may be sent again, as its failure proves that it
+ * changed nothing; undefined when it does not.
+ */
+function resendReason(failure: Error): Exclude<ResendReason, "no-connection"> | undefined {
+  if (sqlStateOf(failure) === SQLSTATE_READ_ONLY) return "read-only";
+  return isProvedUncommitted(failure) ? "uncommitted" : undefined;
 }
 
 /** The first wait before a statement that changed nothing is sent again; each next one doubles. */
@@ -194,6 +257,12 @@ export function poolStats(pool: pg.Pool): PoolStats {
   return { max: pool.options.max, total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount };
 }
 
+/** What the server has answered of one statement sent: whether pg sent it, and any CommandComplete. */
+interface Sent {
+  submitted: boolean;
+  completed: boolean;
+}
+
 class TimedClient implements PostgresPoolClient {
   readonly #client: pg.PoolClient;
   readonly #readTimeoutMillis: number;
@@ -205,6 +274,10 @@ class TimedClient implements PostgresPoolClient {
   readonly #offPrimary: WeakSet<pg.ClientBase> | undefined;
   /** The server's warning that the running statement's commit was not confirmed by the synchronous standby. */
   #unconfirmed: { readonly message?: string | undefined } | undefined;
+  /** The statement the server is answering now: the last one `pg` sent on this connection. */
+  #current: Sent | undefined;
+  /** Set once the server ended the session before a statement could commit: see `run`'s ROLLBACK. */
+  #endedUncommitted = false;
 
   constructor(
     client: pg.PoolClient,
@@ -219,6 +292,12 @@ class TimedClient implements PostgresPoolClient {
     // pg emits a notice as it reads it, before the answer of the statement it came with.
     client.on("notice", (notice) => {
       if (SYNC_WAIT_CANCELLED.test(notice.message ?? "")) this.#unconfirmed = notice;
+    });
+    // pg's Query and Client emit no event of their own for a CommandComplete (a Query keeps it in
+    // its private result); the connection, a public member of the client, emits every message of
+    // the protocol it reads by name, in order, before the error or ReadyForQuery that follows.
+    client.connection.on("commandComplete", () => {
+      if (this.#current !== undefined) this.#current.completed = true;
     });
   }
 
@@ -244,8 +323,20 @@ class TimedClient implements PostgresPoolClient {
       done(new Error(READ_TIMEOUT));
       return;
     }
+    // After a FATAL that proved the transaction uncommitted, the server has ended it with the
+    // session: Kysely's ROLLBACK, which would fail on the dead connection and replace the error
+    // the caller needs to see (isProvedUncommitted), answers at once.
+    if (this.#endedUncommitted && ROLLBACK.test(sql)) {
+      done(null, { command: "ROLLBACK", rowCount: null, oid: 0, fields: [], rows: [] });
+      return;
+    }
     let settled = false;
     this.#unconfirmed = undefined;
+    // The transaction status pg holds is the one from before this statement: "T" or "E" inside a
+    // transaction block. (On a new connection it is still null when the pool hands it over.)
+    const status = this.#client.getTransactionStatus();
+    const inBlock = status === "T" || status === "E";
+    let sent: Sent = { submitted: false, completed: false };
     const names = this.#names;
     let name = names?.nameOf(sql);
     let renewed = false;
@@ -266,13 +357,18 @@ class TimedClient implements PostgresPoolClient {
         // of the next ReadyForQuery): "I" means it ran as a transaction of its own, which the
         // error rolled back, so running it again is safe. Within the read timer already set.
         if (this.#client.getTransactionStatus() === "I") {
-          this.#send(sql, name, parameters, answer);
+          sent = this.#send(sql, name, parameters, answer);
           return;
         }
       }
       settled = true;
       clearTimeout(timer);
       if (error && sqlStateOf(error) === SQLSTATE_READ_ONLY) this.#readOnly = true;
+      if (error && this.#provesUncommitted(error, sent, sql, inBlock)) {
+        UNCOMMITTED.add(error);
+        // Sent, it was ended by the server, which ended the session and its transaction.
+        if (sent.submitted) this.#endedUncommitted = true;
+      }
       const unconfirmed = this.#unconfirmed;
       this.#unconfirmed = undefined;
       if (unconfirmed !== undefined && !error) {
@@ -281,7 +377,39 @@ class TimedClient implements PostgresPoolClient {
       }
       done(error, result);
     };
-    this.#send(sql, name, parameters, answer);
+    sent = this.#send(sql, name, parameters, answer);
+  }
+
+  /**
+   * Whether `error`, which ended the statement `sent`, proves that it committed nothing (see
+   * {@link isProvedUncommitted}). Why the rule holds, from PostgreSQL's postgres.c and xact.c
+   * (15): a transaction commits in finish_xact_command. For the last statement of a simple-
+   * protocol text, and for a transaction-control statement in either protocol, that runs before
+   * EndCommand puts the CommandComplete in the output buffer; for any other statement of the
+   * extended protocol (pg sends each parameterised statement with its own Sync), at the Sync,
+   * after it. CommitTransaction holds interrupts from before its commit record to its end, and
+   * nothing between that and EndCommand checks for them; so the FATAL that ProcessInterrupts
+   * raises for a shutdown comes either before the commit, which then never happens, or behind a
+   * CommandComplete already buffered. A commit waiting for the synchronous standby is the
+   * exception: SyncRepWaitForLSN notices the shutdown itself, sends the WARNING that
+   * `#unconfirmed` keeps, and sends nothing more (neither CommandComplete nor FATAL); that commit
+   * is local only. In a text of several statements, any CommandComplete rules the rule out: an
+   * earlier one may have been a COMMIT. Outside a transaction block, only a statement that cannot
+   * commit by itself midway qualifies (`COMMITS_ONLY_AT_THE_END`); inside one, every statement.
+   * A statement `pg` never sent (its connection failed while it waited its turn) changed nothing.
+   * A ROLLBACK's failure is never taken for a proof: it would say nothing of the transaction it
+   * was to end, which Kysely rolls back after a COMMIT whose outcome may be unknown.
+   */
+  #provesUncommitted(error: Error, sent: Sent, sql: string, inBlock: boolean): boolean {
+    if (ROLLBACK.test(sql)) return false;
+    if (!sent.submitted) return true;
+    return (
+      sqlStateOf(error) === SQLSTATE_ADMIN_SHUTDOWN &&
+      (error as { severity?: unknown }).severity === "FATAL" &&
+      !sent.completed &&
+      this.#unconfirmed === undefined &&
+      (inBlock || COMMITS_ONLY_AT_THE_END.test(sql))
+    );
   }
 
   /**
@@ -293,18 +421,24 @@ class TimedClient implements PostgresPoolClient {
     name: string | undefined,
     parameters: ReadonlyArray<unknown> | undefined,
     answer: Answer,
-  ): void {
-    const values = parameters as unknown[];
-    if (name === undefined) {
-      this.#client.query(sql, values, answer);
-      return;
-    }
+  ): Sent {
+    const sent: Sent = { submitted: false, completed: false };
     // Made from the text and named afterwards, where pg reads the name (when it sends it): given
     // a config object instead, pg copies it with all its property descriptors first, for every
-    // statement, a measurable share of a GET's CPU.
-    const query = new pg.Query(sql, values, answer as never) as pg.Query & { name?: string };
-    query.name = name;
+    // statement, a measurable share of a GET's CPU. Made here for an unnamed one too (as
+    // `client.query` would make it from the text) to see when pg sends it: pg calls `submit`
+    // once the statements queued ahead (the timeline asked at connect) are answered; from then
+    // on, the CommandComplete the connection reads are this statement's.
+    const query = new pg.Query(sql, parameters as unknown[], answer as never) as pg.Query & { name?: string };
+    if (name !== undefined) query.name = name;
+    const submit = query.submit;
+    query.submit = (connection) => {
+      sent.submitted = true;
+      this.#current = sent;
+      return submit.call(query, connection);
+    };
     this.#client.query(query);
+    return sent;
   }
 
   release(): void {

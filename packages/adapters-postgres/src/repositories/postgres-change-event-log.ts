@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import type { ChangeEventLog, PostChangeEvent } from "@posts/domain";
 import { type Kysely, sql } from "kysely";
+import { isProvedUncommitted } from "../connection/pool-for-kysely.js";
 import { type PreparedStatement, prepare } from "../connection/prepare.js";
 import { parseInt8 } from "../connection/type-parsers.js";
 import type { Notifications } from "../notifications/notifications.js";
@@ -223,8 +224,12 @@ export class PostgresChangeEventLog implements ChangeEventLog {
           continue;
         }
       } catch (error) {
-        // The next wake or the periodic check tries again.
-        this.#options.onError?.(error);
+        // A run the server's shutdown cut short before its COMMIT took effect numbered nothing:
+        // run again at once (the next connection finds the new primary, or fails as any other).
+        // Running again is safe whatever happened, as a run numbers only the rows still without
+        // a number; otherwise the next wake or the periodic check tries again.
+        if (isProvedUncommitted(error)) this.#again = true;
+        else this.#options.onError?.(error);
       }
       const wait = MIN_RUN_INTERVAL_MS - (performance.now() - started);
       if (this.#again && wait > 0) await sleep(wait);

@@ -187,6 +187,13 @@ export class LocalCluster {
     // A postmaster killed leaves its backends; they exit once they notice it gone.
   }
 
+  /** Starts again server `name`, stopped by {@link stop}, on its port and data; waits until it answers. */
+  async restart(name: string): Promise<LocalServer> {
+    const server = this.#server(name);
+    if (server.child !== undefined) throw new Error(`${name} is running`);
+    return this.#start(server);
+  }
+
   /** Stops every server this cluster started, by pid, and removes its directory. */
   async stopAll(): Promise<void> {
     for (const name of [...this.#servers.keys()].reverse()) await this.stop(name, "fast");

@@ -1,8 +1,9 @@
 import { connect, createServer, type Server, type Socket } from "node:net";
 import { describeNeeding } from "@posts/domain/testing/vitest";
+import { Kysely, PostgresDialect, sql } from "kysely";
 import pg from "pg";
 import { afterAll, afterEach, beforeAll, expect, it } from "vitest";
-import { poolForKysely } from "../../src/connection/pool-for-kysely.js";
+import { isProvedUncommitted, poolForKysely } from "../../src/connection/pool-for-kysely.js";
 import { postgres, serverUrl, useTestDatabase } from "../use-test-database.js";
 
 /** The proxy in front of the test server, on a port of this file's own. */
@@ -13,7 +14,7 @@ const failureOf = (promise: Promise<unknown>) =>
     () => {
       throw new Error("expected a failure");
     },
-    (error: unknown) => error as { code?: string; message: string },
+    (error: unknown) => error as { code?: string; severity?: string; message: string },
   );
 
 describeNeeding(postgres, "a statement that surely changed nothing, sent again (retryWithinMillis)", () => {
@@ -22,6 +23,8 @@ describeNeeding(postgres, "a statement that surely changed nothing, sent again (
   const pool = (connectionString = serverUrl(database())) => {
     const made = new pg.Pool({ connectionString, max: 1 });
     made.on("error", () => {});
+    // A connection the server or the network cuts while checked out reports it here too.
+    made.on("connect", (client) => client.on("error", () => {}));
     pools.push(made);
     return made;
   };
@@ -76,11 +79,12 @@ describeNeeding(postgres, "a statement that surely changed nothing, sent again (
   });
 
   it("sends a statement again when its connection is cut while it opens, until one opens", async () => {
-    const { run } = poolForKysely(pool(proxyUrl()), 0, undefined, undefined, 5000);
+    const { run, resent } = poolForKysely(pool(proxyUrl()), 0, undefined, undefined, 5000);
     refusing = 3;
     opened = 0;
     await run("INSERT INTO changes VALUES (1)", []);
     expect(opened).toBe(4);
+    expect(resent()).toEqual({ "no-connection": 3, "read-only": 0, uncommitted: 0 });
     expect(await rows()).toBe(1);
 
     // Without retryWithinMillis, the first cut is the caller's.
@@ -112,30 +116,110 @@ describeNeeding(postgres, "a statement that surely changed nothing, sent again (
       connections += 1;
       if (connections === 1) void client.query("SET default_transaction_read_only = on");
     });
-    const { run } = poolForKysely(readOnlyFirst, 0, undefined, undefined, 5000);
+    const { run, resent } = poolForKysely(readOnlyFirst, 0, undefined, undefined, 5000);
     await run("INSERT INTO changes VALUES (1)", []);
     expect(connections).toBe(2);
+    expect(resent()).toEqual({ "no-connection": 0, "read-only": 1, uncommitted: 0 });
     expect(await rows()).toBe(1);
   });
 
-  it("never sends again a write whose connection was lost after it was sent: its commit may have happened", async () => {
-    const { run } = poolForKysely(pool(), 0, undefined, undefined, 5000);
-    const write = failureOf(run("INSERT INTO changes SELECT 1 FROM pg_sleep(1)", []));
+  // Waits until one other session runs a statement that starts with `start`; with `terminate`,
+  // ends that session then (pg_terminate_backend: SIGTERM, as a fast shutdown sends every backend).
+  const whenRunning = async (start: string, terminate = false) => {
     const admin = pool();
+    const answer = terminate ? "pg_terminate_backend(pid)" : "1";
     await expect
       .poll(
         async () =>
           (
             await admin.query(
-              "SELECT pg_terminate_backend(pid) AS done FROM pg_stat_activity WHERE query LIKE 'INSERT INTO changes SELECT%' AND pid <> pg_backend_pid()",
+              `SELECT ${answer} FROM pg_stat_activity WHERE starts_with(query, $1) AND pid <> pg_backend_pid()`,
+              [start],
             )
           ).rowCount,
-        { timeout: 900, interval: 50 },
+        { timeout: 900, interval: 20 },
       )
       .toBe(1);
-    expect(await write).toMatchObject({ code: "57P01" });
-    // Sent again, it would have slept a second more and inserted its row.
+  };
+  const terminateWhenRunning = (start: string) => whenRunning(start, true);
+
+  it("sends again a write the server ended the session of (FATAL 57P01) before its CommandComplete, in either protocol, and it is made once", async () => {
+    const { run, resent } = poolForKysely(pool(), 0, undefined, undefined, 5000);
+    const simple = run("INSERT INTO changes SELECT 1 FROM pg_sleep(1)", []);
+    await terminateWhenRunning("INSERT INTO changes SELECT 1");
+    await simple;
+    expect(resent()).toEqual({ "no-connection": 0, "read-only": 0, uncommitted: 1 });
+    expect(await rows()).toBe(1);
+
+    // With parameters pg uses the extended protocol, whose commit comes at the Sync.
+    const extended = run("INSERT INTO changes SELECT $1::int FROM pg_sleep(1)", [2]);
+    await terminateWhenRunning("INSERT INTO changes SELECT $1");
+    await extended;
+    expect(resent()).toEqual({ "no-connection": 0, "read-only": 0, uncommitted: 2 });
+    expect(await rows()).toBe(2);
+
+    // Without retryWithinMillis, the failure is the caller's, and it says that nothing changed.
+    const { run: once } = poolForKysely(pool(), 0);
+    const failed = failureOf(once("INSERT INTO changes SELECT 3 FROM pg_sleep(1)", []));
+    await terminateWhenRunning("INSERT INTO changes SELECT 3");
+    const failure = await failed;
+    expect(failure).toMatchObject({ code: "57P01", severity: "FATAL" });
+    expect(isProvedUncommitted(failure)).toBe(true);
+    expect(await rows()).toBe(2);
+  });
+
+  it.each([
+    [
+      "a text whose CommandComplete came before the FATAL: an earlier statement of it may have committed",
+      "BEGIN; INSERT INTO changes VALUES (1); COMMIT; SELECT pg_sleep(1)",
+    ],
+    [
+      "a DO block outside a transaction: it may have committed midway, before any CommandComplete",
+      "DO $$ BEGIN INSERT INTO changes VALUES (1); COMMIT; PERFORM pg_sleep(1); END $$",
+    ],
+  ])("never sends again %s", async (_what, text) => {
+    const { run, resent } = poolForKysely(pool(), 0, undefined, undefined, 5000);
+    const write = failureOf(run(text, []));
+    // Once its row is committed, while it sleeps.
+    await expect.poll(rows, { timeout: 900, interval: 20 }).toBe(1);
+    await terminateWhenRunning(text.slice(0, 30));
+    const failure = await write;
+    expect(failure).toMatchObject({ code: "57P01" });
+    expect(isProvedUncommitted(failure)).toBe(false);
+    await new Promise((resolve) => setTimeout(resolve, 1_200));
+    // It committed its row; sent again, it would have inserted a second one.
+    expect(await rows()).toBe(1);
+    expect(resent()).toEqual({ "no-connection": 0, "read-only": 0, uncommitted: 0 });
+  });
+
+  it("never sends again a write whose connection was lost after it was sent, without a word from the server: its commit may have happened", async () => {
+    const { run, resent } = poolForKysely(pool(proxyUrl()), 0, undefined, undefined, 5000);
+    const write = failureOf(run("INSERT INTO changes SELECT 1 FROM pg_sleep(1)", []));
+    await whenRunning("INSERT INTO changes SELECT 1");
+    // The network cuts the connection: the server goes on, and commits.
+    for (const socket of sockets) socket.destroy();
+    expect(await write).toMatchObject({ message: expect.stringMatching(/Connection terminated/) });
     await new Promise((resolve) => setTimeout(resolve, 1_500));
+    // It committed once; sent again, it would have inserted a second row.
+    expect(await rows()).toBe(1);
+    expect(resent()).toEqual({ "no-connection": 0, "read-only": 0, uncommitted: 0 });
+  });
+
+  it("ends a Kysely transaction the server ended before its COMMIT completed with that error, proved uncommitted, and nothing of it stays", async () => {
+    const { forKysely } = poolForKysely(pool(), 0);
+    // Its pool is ended after the test with the others.
+    const db = new Kysely<{ changes: { n: number } }>({ dialect: new PostgresDialect({ pool: forKysely }) });
+    const transaction = failureOf(
+      db.transaction().execute(async (trx) => {
+        await sql`INSERT INTO changes VALUES (1)`.execute(trx);
+        await sql`SELECT pg_sleep(1) AS in_transaction`.execute(trx);
+      }),
+    );
+    await terminateWhenRunning("SELECT pg_sleep(1) AS in_transaction");
+    const failure = await transaction;
+    // The error of the statement, not that of Kysely's ROLLBACK on the dead connection.
+    expect(failure).toMatchObject({ code: "57P01" });
+    expect(isProvedUncommitted(failure)).toBe(true);
     expect(await rows()).toBe(0);
   });
 });
