@@ -60,6 +60,11 @@ export interface StandbyStats {
 export interface DatabasePrimaryStats {
   /** Times a new connection found another server the primary (a promotion), since the process started. */
   readonly changes: number;
+  /**
+   * Statements sent again after a failure that proved they changed nothing, since the process
+   * started, by why: no connection, a server taking no writes, cut short before they could commit.
+   */
+  readonly resent: Readonly<Record<"no-connection" | "read-only" | "uncommitted", number>>;
 }
 
 /**

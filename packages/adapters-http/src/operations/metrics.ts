@@ -80,9 +80,9 @@ const plugin: FastifyPluginCallback<MetricsOptions> = (app, options, done) => {
 };
 
 /**
- * The changes of primary the pool has seen and the writes refused while no primary answered,
- * counted in plain numbers where they happen; each scrape adds what was counted since the one
- * before.
+ * The changes of primary the pool has seen, the statements it sent again, and the writes
+ * refused while no primary answered, counted in plain numbers where they happen; each scrape adds
+ * what was counted since the one before.
  */
 function registerFailoverMetrics(
   registry: Registry,
@@ -99,6 +99,19 @@ function registerFailoverMetrics(
         const { changes } = primaryStats();
         this.inc(changes - given);
         given = changes;
+      },
+    });
+    const resentGiven = new Map<string, number>();
+    new Counter({
+      name: "db_statements_resent_total",
+      help: "Statements sent again on a new connection after a failure that proved they changed nothing (DB_RETRY_WITHIN_MS), by why: no-connection, read-only (25006), uncommitted (cut short by the server's shutdown before they could commit)",
+      labelNames: ["reason"],
+      registers: [registry],
+      collect() {
+        for (const [reason, resent] of Object.entries(primaryStats().resent)) {
+          this.inc({ reason }, resent - (resentGiven.get(reason) ?? 0));
+          resentGiven.set(reason, resent);
+        }
       },
     });
   }
