@@ -66,11 +66,11 @@ function cpuOf(topology: Topology, servers: readonly ServerName[]): number {
   }, 0);
 }
 
-/** The sum over the three instances' /metrics of the samples of `metric`. */
-async function metricSum(topology: Topology, metric: string): Promise<number> {
+/** The sum over the /metrics of the instances at `urls` of the samples of `metric`. */
+export async function metricSum(urls: readonly string[], metric: string): Promise<number> {
   let sum = 0;
-  for (const index of PORTS.instances.keys()) {
-    const text = await (await fetch(`${topology.instanceUrl(index)}/metrics`)).text();
+  for (const url of urls) {
+    const text = await (await fetch(`${url}/metrics`)).text();
     for (const line of text.split("\n")) {
       if (line.startsWith(`${metric}{`) || line.startsWith(`${metric} `))
         sum += Number(line.split(" ").at(-1));
@@ -105,8 +105,8 @@ async function load(
   const latencies: number[] = [];
   let errors = 0;
   let n = 0;
-  const readsBefore = await metricSum(topology, "db_standby_reads_total");
-  const positionsBefore = await metricSum(topology, "db_standby_position_queries_total");
+  const readsBefore = await metricSum(urls, "db_standby_reads_total");
+  const positionsBefore = await metricSum(urls, "db_standby_position_queries_total");
   const primaryBefore = cpuOf(topology, ["primary"]);
   const standbysBefore = cpuOf(topology, ["standby1", "standby2"]);
   const started = performance.now();
@@ -133,8 +133,8 @@ async function load(
   const requests = latencies.length;
   const primaryCpu = cpuOf(topology, ["primary"]) - primaryBefore;
   const standbyCpu = cpuOf(topology, ["standby1", "standby2"]) - standbysBefore;
-  const positions = (await metricSum(topology, "db_standby_position_queries_total")) - positionsBefore;
-  const standbyReads = (await metricSum(topology, "db_standby_reads_total")) - readsBefore;
+  const positions = (await metricSum(urls, "db_standby_position_queries_total")) - positionsBefore;
+  const standbyReads = (await metricSum(urls, "db_standby_reads_total")) - readsBefore;
   latencies.sort((a, b) => a - b);
   return {
     round,
