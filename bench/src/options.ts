@@ -53,7 +53,20 @@ export interface Options {
   readonly curvePosts: number;
   /** The curve's larger database: the bench database's name and its size (posts_bench_10m). */
   readonly curveDatabase: string;
+  /**
+   * GET one alone, at each of {@link CLOSED_LOOP_CONNECTIONS} connections in turn (each
+   * connection sends its next request when its answer came), one slice per server and round:
+   * what the service's reads wait for when few are in flight (bench/README.md#targets).
+   */
+  readonly closedLoop: boolean;
 }
+
+/**
+ * The connections `--closed-loop` measures GET one at, in the order measured: the bench's 64, a
+ * harness's 32, and one alone (nothing to gather). Busiest first: each server's code is then
+ * compiled hot before the lone connection, at a few hundred requests a second, measures its latency.
+ */
+export const CLOSED_LOOP_CONNECTIONS: readonly number[] = [64, 32, 1];
 
 const HELP = `Usage: pnpm bench [-- options]
 
@@ -81,6 +94,9 @@ const HELP = `Usage: pnpm bench [-- options]
                         against 1.3x; scenarios get-one, list-first, list-deep, list-cold,
                         search-rare, search-common, search-korean, create (--only picks among them)
   --curve-posts N       posts of the curve's larger database (default 10000000)
+  --closed-loop         GET one alone at 1, 32 and 64 connections, one 8 s slice per server and
+                        round, 5 rounds (--rounds, --duration set them); p50 at 1 connection and
+                        req/s at 32 and 64 judged against the baseline
   --only a,b            scenarios to run (get-one, get-304, list-first, list-deep, list-depth,
                         list-user, list-cold, search-rare, search-common, search-korean, create,
                         create-key, patch, login)
@@ -121,6 +137,7 @@ export function parseOptions(argv: readonly string[]): Options {
       "reuse-database": { type: "boolean", default: false },
       "search-only": { type: "boolean", default: false },
       curve: { type: "boolean", default: false },
+      "closed-loop": { type: "boolean", default: false },
       "curve-posts": { type: "string" },
       "probe-rate": { type: "string" },
       posts: { type: "string" },
@@ -137,6 +154,7 @@ export function parseOptions(argv: readonly string[]): Options {
   }
   const quick = values.quick ?? false;
   const embedded = values.embedded ?? false;
+  const closedLoop = values["closed-loop"] ?? false;
   const int = (name: string, raw: string | undefined, fallback: number, min = 1) => {
     if (raw === undefined) return fallback;
     const n = Number(raw);
@@ -145,15 +163,17 @@ export function parseOptions(argv: readonly string[]): Options {
   };
   const database = process.env.BENCH_DATABASE ?? "posts_bench";
   const curvePosts = int("curve-posts", values["curve-posts"], 10_000_000, 1000);
+  const duration = int("duration", values.duration, quick ? 4 : closedLoop ? 8 : 10);
   const options: Options = {
     databaseUrl: process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres",
     database,
     posts: int("posts", values.posts, embedded ? 100_000 : 1_000_000, 1000),
     users: int("users", values.users, 1000, 1),
-    duration: int("duration", values.duration, quick ? 4 : 10),
-    slice: int("slice", values.slice, 2),
+    duration,
+    // A closed loop gives each server one slice a round, as wrk run against each in turn would.
+    slice: int("slice", values.slice, closedLoop ? duration : 2),
     warmup: int("warmup", values.warmup, quick ? 2 : 3, 0),
-    rounds: int("rounds", values.rounds, quick || embedded ? 1 : 3),
+    rounds: int("rounds", values.rounds, quick || embedded ? 1 : closedLoop ? 5 : 3),
     connections: int("connections", values.connections, 64),
     loginConnections: int("login-connections", values["login-connections"], 16),
     searchConnections: int("search-connections", values["search-connections"], 16),
@@ -169,6 +189,7 @@ export function parseOptions(argv: readonly string[]): Options {
     curve: values.curve ?? false,
     curvePosts,
     curveDatabase: `${database}_${sizeLabel(curvePosts)}`,
+    closedLoop,
   };
   if (options.posts < options.users) throw new Error("--posts must be at least --users");
   if (options.curve) {
@@ -178,5 +199,12 @@ export function parseOptions(argv: readonly string[]): Options {
       );
     if (options.curvePosts <= options.posts) throw new Error("--curve-posts must be more than --posts");
   } else if (values["curve-posts"] !== undefined) throw new Error("--curve-posts is for --curve");
+  if (
+    options.closedLoop &&
+    (options.embedded || options.curve || options.searchOnly || options.only.length > 0)
+  )
+    throw new Error(
+      "--closed-loop measures GET one alone: not with --embedded, --curve, --search-only or --only",
+    );
   return options;
 }

@@ -73,3 +73,82 @@ describe("the figures the verdicts print", () => {
     expect(rss).toMatchObject({ measured: "200.4 MB", pass: false });
   });
 });
+
+describe("--closed-loop's verdicts", () => {
+  /** GET one at `connections`: the service's and the baseline's rounds, each `[req/s, p50 ms]`. */
+  const at = (connections: number, service: [number, number][], baseline: [number, number][]) => ({
+    name: `get-one-c${connections}`,
+    description: `GET one at ${connections}`,
+    service: service.map(([rps, p50Ms]) => ({ ...round(rps), p50Ms })),
+    baseline: baseline.map(([rps, p50Ms]) => ({ ...round(rps), p50Ms })),
+    express: [],
+  });
+  const verdicts = (all: ScenarioRuns[]) =>
+    judge(all)
+      .filter((v) => /^get-one-c\d+: (req\/s|p50)/.test(v.target))
+      .map((v) => [v.target, v.measured, v.pass]);
+
+  it("judges req/s at 32 and 64 connections and the p50 alone, each the median of the rounds' ratios", () => {
+    const all = [
+      at(
+        64,
+        [
+          [3_500, 9],
+          [3_900, 9],
+          [5_200, 9],
+        ],
+        [
+          [2_500, 20],
+          [2_500, 20],
+          [2_500, 20],
+        ],
+      ),
+      at(
+        32,
+        [
+          [4_000, 8],
+          [4_800, 8],
+          [4_500, 8],
+        ],
+        [
+          [2_500, 12],
+          [2_500, 12],
+          [2_500, 12],
+        ],
+      ),
+      // One round of three slower, as a busy slice of the machine makes it: the median holds.
+      at(
+        1,
+        [
+          [1_500, 0.45],
+          [1_400, 0.5],
+          [1_500, 0.6],
+        ],
+        [
+          [1_500, 0.5],
+          [1_500, 0.5],
+          [1_500, 0.5],
+        ],
+      ),
+    ];
+    expect(verdicts(all)).toEqual([
+      ["get-one-c32: req/s >= 1.6x baseline", "1.80x", true],
+      ["get-one-c64: req/s >= 1.6x baseline", "1.56x", false],
+      ["get-one-c1: p50 <= 1x baseline p50", "1.00x", true],
+    ]);
+    const slower = at(
+      1,
+      [
+        [1_400, 0.55],
+        [1_400, 0.52],
+        [1_500, 0.6],
+      ],
+      [
+        [1_500, 0.5],
+        [1_500, 0.5],
+        [1_500, 0.5],
+      ],
+    );
+    expect(verdicts([slower])).toEqual([["get-one-c1: p50 <= 1x baseline p50", "1.10x", false]]);
+  });
+});

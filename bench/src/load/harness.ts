@@ -8,12 +8,12 @@ import type pg from "pg";
 import { type BackendCpu, backendCpuBetween, readBackendCpu } from "../measure/backend-cpu.js";
 import { type BenchResults, resultsChartSvg, runDate } from "../measure/charts.js";
 import { judge, type Round, render, renderVerdicts, type ScenarioRuns } from "../measure/report.js";
-import type { Options } from "../options.js";
+import { CLOSED_LOOP_CONNECTIONS, type Options } from "../options.js";
 import { cpuSeconds, type ServerProcess, sampleMaxRss, tail } from "../servers/server-process.js";
 import { signToken, type TokenSettings } from "../servers/tokens.js";
 import { SEED_PASSWORD, seedEmail } from "./database.js";
 import { combine, drive, type Slice, type Workload } from "./load.js";
-import { type Fixture, probeWorkload, SCENARIOS, type Scenario } from "./scenarios.js";
+import { closedLoopScenarios, type Fixture, probeWorkload, SCENARIOS, type Scenario } from "./scenarios.js";
 
 export const ROOT = fileURLToPath(new URL("../../../", import.meta.url));
 export const SERVICE_MAIN = `${ROOT}packages/app/dist/main.js`;
@@ -124,7 +124,7 @@ export interface Servers {
 }
 
 /**
- * Runs every selected scenario against each of `servers`. With `database`, a client of the
+ * Runs every selected scenario (`--closed-loop`'s alone when it is set) against each of `servers`. With `database`, a client of the
  * PostgreSQL server the servers use, the CPU of the backends serving each one is measured too.
  */
 export async function runScenarios(
@@ -136,7 +136,8 @@ export async function runScenarios(
   const unknown = options.only.filter((name) => !SCENARIOS.some((s) => s.name === name));
   if (unknown.length > 0) throw new Error(`unknown scenario(s): ${unknown.join(", ")}`);
   const runs: ScenarioRuns[] = [];
-  for (const scenario of SCENARIOS) {
+  const scenarios = options.closedLoop ? closedLoopScenarios(CLOSED_LOOP_CONNECTIONS) : SCENARIOS;
+  for (const scenario of scenarios) {
     if (options.only.length > 0 && !options.only.includes(scenario.name)) continue;
     runs.push(await runScenario(scenario, fixture, options, servers, database));
   }
@@ -394,7 +395,9 @@ export async function publish(
   serviceName: string,
   context: string,
 ): Promise<void> {
-  const connections = `${options.connections} connections (login ${options.loginConnections} + ${options.probeRate} GET/s)`;
+  const connections = options.closedLoop
+    ? `closed loop at ${CLOSED_LOOP_CONNECTIONS.join(", ")} connections`
+    : `${options.connections} connections (login ${options.loginConnections} + ${options.probeRate} GET/s)`;
   console.log(
     `\n## ${heading}\n\n${runLine(options, `${options.posts} posts / ${options.users} users · ${connections}`, context)}\n`,
   );

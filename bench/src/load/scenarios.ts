@@ -146,16 +146,32 @@ function create(f: Fixture, keyed: boolean): Workload {
   };
 }
 
+/** GET of a random seeded post, from `connections` connections. */
+function getOne(f: Fixture, connections: number): Workload {
+  return { connections, request: varying("GET", () => ({ path: `/api/v1/posts/${pick(f.posts)}` })) };
+}
+
+/** The name of `--closed-loop`'s GET one at `connections` connections. */
+export const closedLoopName = (connections: number) => `get-one-c${connections}`;
+
+/**
+ * `--closed-loop`'s scenarios: GET one at each of `connections`, each connection sending its
+ * next request as soon as its answer came (autocannon, as wrk, drives a closed loop), so that a
+ * server's wait per request, not only its work, sets its rate.
+ */
+export function closedLoopScenarios(connections: readonly number[]): Scenario[] {
+  return connections.map((count) => ({
+    name: closedLoopName(count),
+    description: `GET /api/v1/posts/<random seeded id> from ${count} connection${count === 1 ? "" : "s"}, closed loop`,
+    prepare: (f) => ({ workload: getOne(f, count) }),
+  }));
+}
+
 export const SCENARIOS: readonly Scenario[] = [
   {
     name: "get-one",
     description: "GET /api/v1/posts/<random seeded id>",
-    prepare: (f) => ({
-      workload: {
-        connections: f.connections,
-        request: varying("GET", () => ({ path: `/api/v1/posts/${pick(f.posts)}` })),
-      },
-    }),
+    prepare: (f) => ({ workload: getOne(f, f.connections) }),
   },
   {
     name: "get-304",

@@ -1,4 +1,5 @@
 import type { LoadResult } from "../load/load.js";
+import { closedLoopName } from "../load/scenarios.js";
 import { median, percentile } from "./stats.js";
 
 /** One measured round of one scenario against one server. */
@@ -48,6 +49,7 @@ export type Reference = "baseline" | "express";
 export type Metric = (round: Round) => number;
 
 export const REQUESTS_PER_SECOND: Metric = (r) => r.requestsPerSecond;
+export const P50: Metric = (r) => r.p50Ms;
 export const P99: Metric = (r) => r.p99Ms;
 export const SERVER_CPU: Metric = (r) => r.cpuMsPerRequest;
 export const DATABASE_CPU: Metric = (r) => r.databaseCpuMsPerRequest;
@@ -141,6 +143,17 @@ const VS_EXPRESS: ReadonlyArray<readonly [string, number]> = [
   ["get-one", 3],
   ["create", 3],
 ];
+/**
+ * `--closed-loop`: least req/s against the baseline per number of connections. At 32 the
+ * service's CPU per request is about half the baseline's, so a rate below 1.6x is time spent
+ * waiting; at 64 no less, as more reads in flight only give each statement more to gather.
+ */
+const CLOSED_LOOP_VS_BASELINE: ReadonlyArray<readonly [number, number]> = [
+  [32, 1.6],
+  [64, 1.6],
+];
+/** `--closed-loop` at one connection: most p50 against the baseline's (nothing to gather, nothing to wait for). */
+const CLOSED_LOOP_ALONE_P50 = 1;
 /** Scenarios whose p99 must stay under {@link SEARCH_P99_MS} (at 16 connections). */
 const SEARCHES = ["search-rare", "search-common", "search-korean"];
 const SEARCH_P99_MS = 50;
@@ -199,6 +212,19 @@ export function judge(runs: readonly ScenarioRuns[]): Verdict[] {
     });
   }
   atLeast(VS_EXPRESS, "express");
+  atLeast(
+    CLOSED_LOOP_VS_BASELINE.map(([connections, min]) => [closedLoopName(connections), min] as const),
+    "baseline",
+  );
+  const alone = by.get(closedLoopName(1));
+  if (alone !== undefined && alone.baseline.length > 0) {
+    const ratio = median(pairedRatios(alone, P50));
+    verdicts.push({
+      target: `${alone.name}: p50 <= ${CLOSED_LOOP_ALONE_P50}x baseline p50`,
+      measured: `${beside(ratio, CLOSED_LOOP_ALONE_P50)}x`,
+      pass: ratio <= CLOSED_LOOP_ALONE_P50,
+    });
+  }
   const depth = by.get("list-depth");
   const deep = s("list-deep");
   const first = s("list-first");
