@@ -32,9 +32,11 @@ export const PRIMARY_POSITION_SQL =
  * statements at most a third of the time, per process, and a read waits for at most about four of
  * their round trips (the statement in flight, the gathering, its own). On a saturated topology this
  * lowers and steadies the primary's CPU per standby read against a wait of one round trip, with
- * throughput and latency unchanged. A read that finds the primary idle for longer than that waits
- * only for the end of the event loop's turn (`setImmediate`, as DataLoader schedules its batches),
- * so that the requests whose bytes arrived in the same turn share one statement.
+ * throughput and latency unchanged. The gathering is for company seen: when the last statement
+ * served a single read, nothing says another is coming, and a lone client would wait the gathering
+ * time at every read for nobody; so the next statement then waits only for the end of the event
+ * loop's turn (`setImmediate`), as does a read that finds the primary idle for longer than the
+ * gathering time, so that the requests whose bytes arrived in the same turn share one statement.
  */
 export class PrimaryPosition {
   readonly #run: RunStatement;
@@ -45,6 +47,10 @@ export class PrimaryPosition {
   #inFlight: Promise<WalPosition> | undefined;
   #next: Promise<WalPosition> | undefined;
   #answeredAt = Number.NEGATIVE_INFINITY;
+  /** Reads waiting for the statement not sent yet. */
+  #waiting = 0;
+  /** Reads the statement sent last serves. */
+  #servedLast = 0;
   #latest: WalPosition | undefined;
   #asked = 0;
 
@@ -60,9 +66,14 @@ export class PrimaryPosition {
   /** A position the primary reported after this call: every commit acknowledged before the call is at or before it. */
   afterNow(): Promise<WalPosition> {
     // A statement not sent yet is sent after this call, so it serves this read too.
-    if (this.#next !== undefined) return this.#next;
+    if (this.#next !== undefined) {
+      this.#waiting += 1;
+      return this.#next;
+    }
+    this.#waiting = 1;
     const next = this.#ready().then(() => {
       this.#next = undefined;
+      this.#servedLast = this.#waiting;
       return this.#send();
     });
     this.#next = next;
@@ -72,7 +83,8 @@ export class PrimaryPosition {
   /** Resolves when the next statement may be sent: after the one in flight, and the gathering time. */
   async #ready(): Promise<void> {
     await this.#inFlight?.then(noop, noop);
-    const gather = Math.min(this.#maxGatherMs, Math.max(this.#gatherMs, 2 * this.#roundTripMs));
+    const gather =
+      this.#servedLast > 1 ? Math.min(this.#maxGatherMs, Math.max(this.#gatherMs, 2 * this.#roundTripMs)) : 0;
     const rest = this.#answeredAt + gather - performance.now();
     await new Promise<void>((resolve) => (rest > 0 ? setTimeout(resolve, rest) : setImmediate(resolve)));
   }

@@ -42,7 +42,8 @@ describe("the primary's position", () => {
   it("sends the next statement no sooner than gatherMs after the last answer, so that it gathers the reads of that time", async () => {
     const { run, calls } = controlledRunner();
     const position = new PrimaryPosition(run, { gatherMs: 40 });
-    const first = position.afterNow();
+    // Two reads share the first statement: company, so the next one gathers.
+    const first = Promise.all([position.afterNow(), position.afterNow()]);
     await tick();
     calls[0]?.answer([{ position: "0/100" }]);
     await first;
@@ -66,7 +67,7 @@ describe("the primary's position", () => {
     const waitAfterSlowAnswer = async (maxGatherMs: number) => {
       const { run, calls } = controlledRunner();
       const position = new PrimaryPosition(run, { gatherMs: 0, maxGatherMs });
-      const first = position.afterNow();
+      const first = Promise.all([position.afterNow(), position.afterNow()]);
       await tick();
       await sleep(60);
       calls[0]?.answer([{ position: "0/100" }]);
@@ -83,6 +84,21 @@ describe("the primary's position", () => {
     // Twice the 60 ms the first statement took.
     expect(await waitAfterSlowAnswer(200)).toBeGreaterThanOrEqual(115);
     expect(await waitAfterSlowAnswer(5)).toBeLessThan(40);
+  });
+
+  it("waits only for the end of the turn after a statement that served a single read: a lone client waits for nobody", async () => {
+    const { run, calls } = controlledRunner();
+    // A gathering time no busy machine is mistaken for: a read that waited for it waited a second.
+    const position = new PrimaryPosition(run, { gatherMs: 1000, maxGatherMs: 1000 });
+    for (let read = 1; read <= 3; read++) {
+      const alone = position.afterNow();
+      const askedAt = performance.now();
+      while (calls.length < read) await tick();
+      expect(performance.now() - askedAt).toBeLessThan(500);
+      calls[read - 1]?.answer([{ position: `0/${read}00` }]);
+      expect(await alone).toBe(BigInt(read * 0x100));
+    }
+    expect(position.asked).toBe(3);
   });
 
   it("fails the reads waiting for it when the primary does not answer, and asks again for the next read", async () => {
