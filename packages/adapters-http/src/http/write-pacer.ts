@@ -47,40 +47,66 @@ export function writeTurn(): Promise<void> {
   });
 }
 
+/** The slices of {@link writeSlices}, made as the chunks come: from a generator or a stream alike. */
+class SliceGroups {
+  #group: Buffer[] = [];
+  #bytes = 0;
+
+  /** The slices that `chunk` fills, in order; what is left of it waits for the next chunk. */
+  *add(chunk: Buffer): Generator<readonly Buffer[]> {
+    for (let start = 0; start < chunk.length; ) {
+      const end = Math.min(chunk.length, start + WRITE_SLICE_BYTES - this.#bytes);
+      this.#group.push(start === 0 && end === chunk.length ? chunk : chunk.subarray(start, end));
+      this.#bytes += end - start;
+      start = end;
+      if (this.#bytes >= WRITE_SLICE_BYTES) {
+        yield this.#group;
+        this.#group = [];
+        this.#bytes = 0;
+      }
+    }
+  }
+
+  /** The last slice, shorter than the others, once no chunk follows. */
+  *rest(): Generator<readonly Buffer[]> {
+    if (this.#group.length > 0) yield this.#group;
+    this.#group = [];
+    this.#bytes = 0;
+  }
+}
+
 /**
  * `chunks` cut into slices of at most {@link WRITE_SLICE_BYTES}: a chunk larger than that comes
  * as views of its bytes (never a copy), smaller ones come together, as many as fit.
  */
 export function* writeSlices(chunks: Iterable<Buffer>): Generator<readonly Buffer[]> {
-  let group: Buffer[] = [];
-  let bytes = 0;
-  for (const chunk of chunks) {
-    for (let start = 0; start < chunk.length; ) {
-      const end = Math.min(chunk.length, start + WRITE_SLICE_BYTES - bytes);
-      group.push(start === 0 && end === chunk.length ? chunk : chunk.subarray(start, end));
-      bytes += end - start;
-      start = end;
-      if (bytes >= WRITE_SLICE_BYTES) {
-        yield group;
-        group = [];
-        bytes = 0;
-      }
-    }
-  }
-  if (group.length > 0) yield group;
+  const groups = new SliceGroups();
+  for (const chunk of chunks) yield* groups.add(chunk);
+  yield* groups.rest();
 }
 
 /**
  * `chunks` as a readable stream of slices ({@link writeSlices}), each read in a turn
  * {@link writeTurn} grants and only once the one before was taken: for an answer of megabytes
  * sent by the framework (piped to the response), which then never copies more than a slice at a
- * time into the socket.
+ * time into the socket. `chunks` may be asynchronous (a page whose large posts are read as it is
+ * written): each is asked for only once the slices before it were taken, and the stream's
+ * destruction ends it (`return`), as `Readable.from` ends what it reads.
  */
-export function pacedReadable(chunks: Iterable<Buffer>): Readable {
+export function pacedReadable(chunks: Iterable<Buffer> | AsyncIterable<Buffer>): Readable {
   async function* paced(): AsyncGenerator<Buffer> {
-    for (const slice of writeSlices(chunks)) {
+    const groups = new SliceGroups();
+    const joined = (slice: readonly Buffer[]) =>
+      slice.length === 1 ? (slice[0] as Buffer) : Buffer.concat(slice);
+    for await (const chunk of chunks) {
+      for (const slice of groups.add(chunk)) {
+        await writeTurn();
+        yield joined(slice);
+      }
+    }
+    for (const slice of groups.rest()) {
       await writeTurn();
-      yield slice.length === 1 ? (slice[0] as Buffer) : Buffer.concat(slice);
+      yield joined(slice);
     }
   }
   return Readable.from(paced(), { objectMode: false, highWaterMark: 1 });

@@ -1,5 +1,5 @@
 import type { ServerResponse } from "node:http";
-import { Readable } from "node:stream";
+import type { Readable } from "node:stream";
 import { type Dependencies, isWhole, type Post, type PostOutline, type PostPage } from "@posts/domain";
 import { waitUntil } from "../events/wait-until.js";
 import { ByteBudget, type ByteBudgetStats } from "../http/byte-budget.js";
@@ -62,7 +62,9 @@ export interface LargePosts {
    * The JSON of `page` as a stream, whose first large post `first` holds already (as `read`
    * answered it): each further large post is read when the stream gets to it, waiting for room
    * for as long as it takes (the answer has begun), and its bytes are given back once its last
-   * part went to `response`. A post deleted meanwhile ends the stream with an error: the answer is cut short.
+   * part went to `response`. Written a slice at a time, each in a turn of the event loop the
+   * write pacer grants, as `postStream`. A post deleted meanwhile ends the stream with an error:
+   * the answer is cut short.
    */
   pageStream(page: PostPage, first: HeldPost, response: ServerResponse): Readable;
   /**
@@ -159,8 +161,10 @@ export function largePosts(
           response.off("close", abandon);
         }
       }
-      // One chunk ahead at most: a post is read when the socket wants the next one.
-      return Readable.from(chunks(), { objectMode: false, highWaterMark: 1 });
+      // Paced, as `postStream`: a post of 10 MB handed to the socket in one turn holds every other
+      // request for as long as the kernel takes to copy it. One slice ahead at most: a post is
+      // read when the socket wants the next one.
+      return pacedReadable(chunks());
     },
 
     postStream: (held, response) => {

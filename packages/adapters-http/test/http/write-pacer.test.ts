@@ -85,6 +85,37 @@ describe("write pacing", () => {
     expect(ended.chunks).toHaveLength(0);
   });
 
+  it("reads an asynchronous source as it comes, a slice at a time, and ends it when destroyed", async () => {
+    const data = Buffer.alloc(WRITE_SLICE_BYTES * 3 + 5, 9);
+    let asked = 0;
+    let ended = false;
+    async function* source(): AsyncGenerator<Buffer> {
+      try {
+        for (const chunk of [Buffer.from("["), data, Buffer.from("]")]) {
+          asked++;
+          await turn();
+          yield chunk;
+        }
+      } finally {
+        ended = true;
+      }
+    }
+    const read: Buffer[] = [];
+    for await (const chunk of pacedReadable(source())) read.push(chunk as Buffer);
+    expect(read.every((chunk) => chunk.length <= WRITE_SLICE_BYTES)).toBe(true);
+    expect(Buffer.concat(read)).toEqual(Buffer.concat([Buffer.from("["), data, Buffer.from("]")]));
+
+    // Destroyed after its first slice: the source is asked for nothing more, and ended.
+    asked = 0;
+    ended = false;
+    const stream = pacedReadable(source());
+    const [first] = await stream.take(1).toArray();
+    expect((first as Buffer).length).toBe(WRITE_SLICE_BYTES);
+    stream.destroy();
+    await expect.poll(() => ended).toBe(true);
+    expect(asked).toBe(2);
+  });
+
   it("reads as a stream the same bytes, a slice at a time", async () => {
     const data = Buffer.alloc(WRITE_SLICE_BYTES * 2 + 5, 7);
     const read: Buffer[] = [];
