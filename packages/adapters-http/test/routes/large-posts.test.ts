@@ -24,10 +24,19 @@ describe("large posts (outlines) over HTTP", () => {
       deps: { ...whole.deps, posts: outliningRepository(whole.deps.posts) },
     });
     try {
-      for (const url of ["/api/v1/posts?size=100", "/api/v1/posts?size=3", `/api/v1/posts/${posts[3]?.id}`]) {
+      for (const url of [
+        "/api/v1/posts?size=100",
+        "/api/v1/posts?size=3",
+        `/api/v1/posts/${posts[3]?.id}`,
+        // Search pages: every post, the large ones (by their content), one large post alone.
+        "/api/v1/posts?q=post",
+        `/api/v1/posts?q=${encodeURIComponent("큰 글")}`,
+        `/api/v1/posts?q=x%20${posts[5]?.content.at(-1)}`,
+      ]) {
         const expected = await whole.app.inject({ method: "GET", url });
         const answered = await outlined.app.inject({ method: "GET", url });
         expect(answered.statusCode).toBe(200);
+        expect(answered.json()).not.toMatchObject({ content: [] });
         expect(answered.body).toBe(expected.body);
         expect(answered.headers.etag).toBe(expected.headers.etag);
         expect(answered.headers["content-type"]).toBe(expected.headers["content-type"]);

@@ -14,8 +14,8 @@ function outline(post: ReadPost): ReadPost {
 }
 
 /**
- * `posts` answering large posts as outlines from `findById`, `listPage` and `update`, their
- * whole reads waiting for `gate` when given.
+ * `posts` answering large posts as outlines from `findById`, `listPage`, `searchPage` and
+ * `update`, their whole reads waiting for `gate` when given.
  */
 export function outliningRepository(posts: PostRepository, gate?: { opened: Promise<void> }): PostRepository {
   return {
@@ -25,6 +25,10 @@ export function outliningRepository(posts: PostRepository, gate?: { opened: Prom
       return post === undefined ? undefined : outline(post);
     },
     listPage: async (query) => (await posts.listPage(query)).map(outline),
+    searchPage: async (query) => {
+      const read = await posts.searchPage(query);
+      return { ...read, posts: read.posts.map(outline) };
+    },
     findWhole: async (id) => {
       await gate?.opened;
       return posts.findWhole(id);

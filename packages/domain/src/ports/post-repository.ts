@@ -23,8 +23,11 @@ export type SearchPageQuery = PostPageQuery & { readonly search: string };
 
 /** What `PostRepository.searchPage` read: the matches it found and, when it stopped early, where. */
 export interface SearchPageRead {
-  /** Matches, newest first (id descending), at most the query's `limit`. */
-  readonly posts: readonly Post[];
+  /**
+   * Matches, newest first (id descending), at most the query's `limit`; those whose content is
+   * large may come as outlines, as from `PostRepository.findById`.
+   */
+  readonly posts: readonly ReadPost[];
   /**
    * Present when the search read as much as one page may before finding `limit` matches: every
    * match with an id from this one up to (not including) the query's `beforeId` is in `posts`,
@@ -151,7 +154,9 @@ export interface PostRepository {
    * `limit` matches, even none, while older matches remain; `resumeBelow` then says where the
    * next page starts
    * (see {@link SearchPageRead}). Following it never repeats nor skips a match, and it is absent
-   * once no match is left. The bound is the store's (an option of each implementation).
+   * once no match is left. The bound is the store's (an option of each implementation). Matches
+   * whose content is large may come as outlines, as from {@link findById}: the bytes a page reads
+   * to test its posts need not be held for as long as its answer takes to send.
    */
   searchPage(query: SearchPageQuery): Promise<SearchPageRead>;
 

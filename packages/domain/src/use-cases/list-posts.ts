@@ -122,7 +122,7 @@ export async function listPosts(
     ...(beforeId === undefined ? {} : { beforeId }),
     ...(authorId === undefined ? {} : { authorId }),
   };
-  const read: Omit<SearchPageRead, "posts"> & { readonly posts: readonly ReadPost[] } =
+  const read: SearchPageRead =
     searched.search === ""
       ? { posts: await deps.posts.listPage(pageQuery) }
       : await deps.posts.searchPage({ ...pageQuery, search: searched.search });

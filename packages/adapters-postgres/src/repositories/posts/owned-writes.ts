@@ -13,7 +13,7 @@ import { type PreparedStatement, prepare } from "../../connection/prepare.js";
 import { parseInt8 } from "../../connection/type-parsers.js";
 import { type ReadRow, toReadPost } from "../../rows/post-row.js";
 import type { Database } from "../../schema/database.js";
-import { OUTLINE_ABOVE_BYTES } from "./read-statements.js";
+import { contentOrSizeOf } from "./read-statements.js";
 import { loadError } from "./turn-batches.js";
 import { writesTogether } from "./writes-together.js";
 
@@ -69,8 +69,7 @@ interface ManyUpdateValues {
  * then holds outside the budget of large posts; `octet_length` of a stored (TOASTed) content
  * reads only its header, and a content the update did not change stays where it was stored.
  */
-const CONTENT_OR_SIZE = sql`CASE WHEN octet_length(p.content) <= ${sql.lit(OUTLINE_ABOVE_BYTES)} THEN p.content END AS content,
-          octet_length(p.content) AS content_bytes`;
+const CONTENT_OR_SIZE = contentOrSizeOf("p");
 
 /** A deletion's values; `versions` as in {@link UpdateValues}. */
 interface DeleteValues {

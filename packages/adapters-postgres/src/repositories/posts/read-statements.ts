@@ -1,5 +1,5 @@
 import { MAX_PAGE_SIZE, type PostPageQuery } from "@posts/domain";
-import { type Kysely, type NotNull, type SelectQueryBuilder, sql } from "kysely";
+import { type Kysely, type NotNull, type RawBuilder, type SelectQueryBuilder, sql } from "kysely";
 import type { RunStatement } from "../../connection/direct-statements.js";
 import { type PreparedStatement, prepare } from "../../connection/prepare.js";
 import type { PostRow, ReadRow } from "../../rows/post-row.js";
@@ -15,6 +15,19 @@ import { bothVariants, type Variants, variant } from "./variants.js";
  * header, not the content.
  */
 export const OUTLINE_ABOVE_BYTES = 64 * 1024;
+
+/**
+ * The two columns of a {@link ReadRow} that say its content, for a statement written in SQL,
+ * of the posts' row named `alias`: `content`, when it is at most {@link OUTLINE_ABOVE_BYTES} and
+ * `when` holds (always without it), else null; and `content_bytes`, its size. A larger content
+ * is tested or counted where the statement runs, and never leaves the database with the row.
+ */
+export function contentOrSizeOf(alias: string, when?: RawBuilder<boolean>): RawBuilder<unknown> {
+  const content = sql.ref(`${alias}.content`);
+  const small = sql`octet_length(${content}) <= ${sql.lit(OUTLINE_ABOVE_BYTES)}`;
+  const condition = when === undefined ? small : sql`${when} AND ${small}`;
+  return sql`CASE WHEN ${condition} THEN ${content} END AS content, octet_length(${content}) AS content_bytes`;
+}
 
 /** What a post statement selects of the post itself but its content. */
 const POST_COLUMNS_WITHOUT_CONTENT = [

@@ -1,9 +1,9 @@
-import type { Post, SearchPageQuery, SearchPageRead } from "@posts/domain";
+import type { ReadPost, SearchPageQuery, SearchPageRead } from "@posts/domain";
 import type { Kysely } from "kysely";
 import { DIRECT_STATEMENTS, type RunStatement } from "../../connection/direct-statements.js";
 import { parseInt8 } from "../../connection/type-parsers.js";
 import type { PostCache } from "../../post-cache/post-cache.js";
-import { type PostRow, toPost } from "../../rows/post-row.js";
+import { type ReadRow, toReadPost } from "../../rows/post-row.js";
 import type { Database } from "../../schema/database.js";
 import type { SearchResults } from "./search-results.js";
 import { SearchWalk } from "./search-walk.js";
@@ -160,7 +160,7 @@ export class SearchPages {
     this.#onServer = DIRECT_STATEMENTS.has(db);
     this.#indexStepMs = indexStepMs;
     this.#results = this.#onServer ? results : undefined;
-    const post = (row: PostRow) => this.#post(row);
+    const post = (row: ReadRow) => this.#post(row);
     this.#walker = new SearchWalk(db, run, post);
     this.#step = new TrigramStep(db, budget, indexStepMs, this.#results, this.#outOfTime, post);
   }
@@ -253,13 +253,13 @@ export class SearchPages {
     return false;
   }
 
-  #post(row: PostRow): Post {
-    return this.#cache?.peek(parseInt8(row.id), row.updated_at.getTime()) ?? toPost(row);
+  #post(row: ReadRow): ReadPost {
+    return this.#cache?.peek(parseInt8(row.id), row.updated_at.getTime()) ?? toReadPost(row);
   }
 }
 
 /** A page of the walk's matches followed by the step's, continuing where the step says. */
-function joined(walked: readonly Post[], stepped: Stepped): SearchPageRead {
+function joined(walked: readonly ReadPost[], stepped: Stepped): SearchPageRead {
   const posts = [...walked, ...stepped.posts];
   return stepped.resumeBelow === undefined ? { posts } : { posts, resumeBelow: stepped.resumeBelow };
 }

@@ -2,8 +2,9 @@ import { type Kysely, sql } from "kysely";
 import { LRUCache } from "lru-cache";
 import type { RunStatement } from "../../connection/direct-statements.js";
 import { type PreparedStatement, prepare } from "../../connection/prepare.js";
-import type { PostRow } from "../../rows/post-row.js";
+import type { ReadRow } from "../../rows/post-row.js";
 import type { Database } from "../../schema/database.js";
+import { contentOrSizeOf } from "./read-statements.js";
 
 /**
  * Where the posts stand, as one text: the relation that holds them (a `TRUNCATE` gives it
@@ -36,7 +37,7 @@ function positionSince(xmin: unknown) {
  * with how many of the ids asked for it found (`found`).
  */
 type PageRow =
-  | (PostRow & { readonly position: null })
+  | (ReadRow & { readonly position: null })
   | { readonly id: null; readonly position: string | null; readonly found: number | string };
 
 /** The values of a cached page's statement. */
@@ -49,7 +50,7 @@ interface PageValues {
 
 /** A page answered from a term's stored matches: its posts, and where it continues when they ran out of bytes. */
 export interface StoredPage {
-  readonly rows: PostRow[];
+  readonly rows: ReadRow[];
   readonly resumeBelow?: number;
 }
 
@@ -131,7 +132,8 @@ export class SearchResults {
         SELECT ${POSITION} AS position, pg_snapshot_xmin(pg_current_snapshot())::text AS xmin`.compile(db),
     );
     // The posts newest first while their text adds up to the bytes, by a running sum of
-    // `octet_length`, which reads only the values' headers (as the walk of a search page does).
+    // `octet_length`, which reads only the values' headers (as the walk of a search page does);
+    // a large content as its size (`contentOrSizeOf`), as the walk answers it.
     this.#page = prepare(
       db,
       (p: PageValues) =>
@@ -142,12 +144,12 @@ export class SearchResults {
                    row_number() OVER w AS n
               FROM posts q WHERE q.id = ANY(${p.ids}::int8[])
             WINDOW w AS (ORDER BY q.id DESC ROWS UNBOUNDED PRECEDING))
-          SELECT p.id, p.title, p.content, p.created_at, p.updated_at, p.user_id AS author_id,
+          SELECT p.id, p.title, ${contentOrSizeOf("p")}, p.created_at, p.updated_at, p.user_id AS author_id,
                  (SELECT u.email FROM users u WHERE u.id = p.user_id) AS author_email,
                  NULL::text AS position, NULL::int8 AS found
             FROM k p WHERE p.upto <= ${p.bytes}::int8 OR p.n = 1
           UNION ALL
-          SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, ${positionSince(p.xmin)},
+          SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, ${positionSince(p.xmin)},
                  (SELECT count(*) FROM k)`.compile(db),
       { run },
     );
@@ -208,11 +210,11 @@ export class SearchResults {
     const start = firstBelow(entry.ids, below);
     const ids = entry.ids.slice(start, start + limit);
     const rows = await this.#page({ ids, xmin: entry.xmin, bytes });
-    const posts = new Map<number, PostRow>();
+    const posts = new Map<number, ReadRow>();
     let position: string | null | undefined;
     let found = 0;
     for (const row of rows) {
-      if (row.id !== null) posts.set(Number(row.id), row as PostRow);
+      if (row.id !== null) posts.set(Number(row.id), row as ReadRow);
       else {
         position = row.position;
         found = Number(row.found);
@@ -227,7 +229,7 @@ export class SearchResults {
     this.#hits++;
     // The newest ids, as many as fit in the bytes.
     const fitting = ids.slice(0, posts.size);
-    const page = fitting.map((id) => posts.get(id) as PostRow);
+    const page = fitting.map((id) => posts.get(id) as ReadRow);
     if (fitting.length === ids.length) return { rows: page };
     return { rows: page, resumeBelow: fitting.at(-1) as number };
   }

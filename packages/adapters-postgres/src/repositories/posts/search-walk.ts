@@ -1,11 +1,11 @@
-import { MAX_PAGE_SIZE, type Post, type SearchPageQuery } from "@posts/domain";
+import { MAX_PAGE_SIZE, type ReadPost, type SearchPageQuery } from "@posts/domain";
 import { type Kysely, type RawBuilder, sql } from "kysely";
 import type { RunStatement } from "../../connection/direct-statements.js";
 import { type PreparedStatement, prepare } from "../../connection/prepare.js";
 import { parseInt8 } from "../../connection/type-parsers.js";
-import type { PostRow } from "../../rows/post-row.js";
+import type { ReadRow } from "../../rows/post-row.js";
 import type { Database } from "../../schema/database.js";
-import { containsPattern } from "./read-statements.js";
+import { containsPattern, contentOrSizeOf } from "./read-statements.js";
 import { bothVariants, type Variants, variant } from "./variants.js";
 
 /** The values of one search page statement. */
@@ -20,14 +20,14 @@ interface SearchValues {
 }
 
 /**
- * A row of a search page statement: a match (`matched`, with its text), or one that says where the
- * walk stopped, without its text: the first post it did not read for its bytes (`reads` false),
- * or the last post of its budget, read. `n` is the post's place in the walk from 1, `upto` the
- * bytes of text up to and including it, `size` its own, `previous` the id of the post before it.
+ * A row of a search page statement: a match (`matched`, as a {@link ReadRow}: its content only
+ * when small), or one that says where the walk stopped, without its text: the first post it did
+ * not read for its bytes (`reads` false), or the last post of its budget, read. `n` is the post's
+ * place in the walk from 1, `upto` the bytes of text up to and including it, `size` its own,
+ * `previous` the id of the post before it.
  */
-type WalkRow = Omit<PostRow, "title" | "content" | "author_email"> & {
+type WalkRow = Omit<ReadRow, "title" | "author_email"> & {
   readonly title: string | null;
-  readonly content: string | null;
   readonly author_email: string | null;
   readonly matched: boolean;
   readonly reads: boolean;
@@ -42,7 +42,7 @@ type SizeStatements = Variants<Variants<PreparedStatement<SearchValues, WalkRow>
 
 /** What one walk found: its matches, and the oldest post it read while older ones remain unread. */
 export interface Walked {
-  readonly posts: Post[];
+  readonly posts: ReadPost[];
   /**
    * Absent when the walk read every post below its start (there is nothing older to read), and
    * when its page is full. When it read none (its first post alone was past its bytes), where it
@@ -70,12 +70,15 @@ export interface WalkBytes {
 export class SearchWalk {
   readonly #db: Kysely<Database>;
   readonly #run: RunStatement | undefined;
-  readonly #post: (row: PostRow) => Post;
+  readonly #post: (row: ReadRow) => ReadPost;
   /** By budget, then page size. */
   readonly #forBudget = new Map<number, Map<number, SizeStatements>>();
 
-  /** `run`: where the statements go (a standby's pool), the database's own pool when absent. `post`: a matching row as a post. */
-  constructor(db: Kysely<Database>, run: RunStatement | undefined, post: (row: PostRow) => Post) {
+  /**
+   * `run`: where the statements go (a standby's pool), the database's own pool when absent.
+   * `post`: a matching row as a post, or an outline when its content is large.
+   */
+  constructor(db: Kysely<Database>, run: RunStatement | undefined, post: (row: ReadRow) => ReadPost) {
     this.#db = db;
     this.#run = run;
     this.#post = post;
@@ -97,11 +100,11 @@ export class SearchWalk {
       ...(beforeId === undefined ? {} : { beforeId }),
       ...(authorId === undefined ? {} : { authorId }),
     });
-    const posts: Post[] = [];
+    const posts: ReadPost[] = [];
     let stop: WalkRow | undefined;
     let end: WalkRow | undefined;
     for (const row of rows) {
-      if (row.matched) posts.push(this.#post(row as PostRow));
+      if (row.matched) posts.push(this.#post(row as ReadRow));
       if (!row.reads) stop = row;
       else if (Number(row.n) === budget) end = row;
     }
@@ -151,7 +154,10 @@ export class SearchWalk {
   // page, and a full page needs it not. Past the bytes, the rest of the budget's posts are
   // looked at (a heap visit and a header each) but not matched: a window cannot stop its input.
   // `OFFSET 0` keeps the match a column computed once, and the `ORDER BY`s keep the window's
-  // order known above it, so that no sort waits for the whole budget.
+  // order known above it, so that no sort waits for the whole budget. A match's content leaves
+  // the database only when it is small (`contentOrSizeOf`): the bytes bound what a page reads to
+  // test its posts, not what its answer holds while a client takes it, which the large posts'
+  // budget bounds where the answer is written.
   #statement(budget: number, limit: number, before: boolean, byAuthor: boolean) {
     const db = this.#db;
     return prepare(
@@ -164,7 +170,7 @@ export class SearchWalk {
         const reads = sql`(a.upto <= ${p.bytes}::int8 OR a.n <= ${p.least}::int8)`;
         return sql<WalkRow>`
           SELECT r.id, CASE WHEN r.matched THEN r.title END AS title,
-                 CASE WHEN r.matched THEN r.content END AS content,
+                 ${contentOrSizeOf("r", sql<boolean>`r.matched`)},
                  r.created_at, r.updated_at, r.user_id AS author_id,
                  CASE WHEN r.matched THEN (SELECT u.email FROM users u WHERE u.id = r.user_id) END AS author_email,
                  r.matched, r.reads, r.n, r.upto, r.size, r.previous

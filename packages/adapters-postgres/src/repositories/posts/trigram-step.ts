@@ -1,11 +1,11 @@
-import type { Post, SearchPageQuery } from "@posts/domain";
+import type { ReadPost, SearchPageQuery } from "@posts/domain";
 import { type Kysely, sql } from "kysely";
 import { type PreparedStatement, prepare } from "../../connection/prepare.js";
 import { sqlStateOf } from "../../connection/sql-state.js";
 import { parseInt8 } from "../../connection/type-parsers.js";
-import type { PostRow } from "../../rows/post-row.js";
+import type { ReadRow } from "../../rows/post-row.js";
 import type { Database } from "../../schema/database.js";
-import { containsPattern } from "./read-statements.js";
+import { containsPattern, contentOrSizeOf } from "./read-statements.js";
 import type { SearchResults, Taken } from "./search-results.js";
 import type { WalkBytes } from "./search-walk.js";
 import { type TermMemory, termKey } from "./term-memory.js";
@@ -31,7 +31,7 @@ interface StepValues {
  * `posts`).
  */
 export interface Stepped {
-  readonly posts: Post[];
+  readonly posts: ReadPost[];
   readonly resumeBelow?: number;
 }
 
@@ -39,7 +39,7 @@ export interface Stepped {
  * A row of the trigram step: a match (`found` null), or the one row that says how many matches
  * the step found (at most budget + 1) and, when at most the budget, their ids, newest first.
  */
-type StepRow = (PostRow & { readonly found: null }) | StepCount;
+type StepRow = (ReadRow & { readonly found: null }) | StepCount;
 type StepCount = { readonly found: number | string; readonly ids: readonly (number | string)[] | null };
 
 /** The trigram step of a search page (see `SearchPages`), on a PostgreSQL server. */
@@ -49,14 +49,14 @@ export class TrigramStep {
   readonly #indexStepMs: number;
   readonly #results: SearchResults | undefined;
   readonly #outOfTime: TermMemory;
-  readonly #post: (row: PostRow) => Post;
+  readonly #post: (row: ReadRow) => ReadPost;
   #stepStatements: Variants<PreparedStatement<StepValues, StepRow>> | undefined;
 
   /**
    * `budget`: the most matches a step keeps. `indexStepMs`: its time. `results`: where the matches
    * a step counted are kept for the term's next pages. `outOfTime`: the terms whose step ran out
    * of time, remembered here and forgotten when a step of theirs answers in time. `post`: a
-   * matching row as a post.
+   * matching row as a post, or an outline when its content is large.
    */
   constructor(
     db: Kysely<Database>,
@@ -64,7 +64,7 @@ export class TrigramStep {
     indexStepMs: number,
     results: SearchResults | undefined,
     outOfTime: TermMemory,
-    post: (row: PostRow) => Post,
+    post: (row: ReadRow) => ReadPost,
   ) {
     this.#db = db;
     this.#budget = budget;
@@ -151,10 +151,10 @@ export class TrigramStep {
       return undefined;
     });
     if (rows === undefined) return undefined;
-    const posts: Post[] = [];
+    const posts: ReadPost[] = [];
     let count: StepCount | undefined;
     for (const row of rows) {
-      if (row.found === null) posts.push(this.#post(row as PostRow));
+      if (row.found === null) posts.push(this.#post(row as ReadRow));
       else count = row as StepCount;
     }
     if (count === undefined || Number(count.found) > this.#budget) return undefined;
@@ -183,7 +183,7 @@ export class TrigramStep {
   // posts. The count's row carries every match's id, newest first, for the
   // term's next pages (`SearchResults`). The page's posts are answered while their text adds up
   // to the bytes given, by a running sum of `octet_length`, which reads only the values' headers
-  // (as the walk's). The rechecks of the bitmap's candidates read their text whole: what bounds
+  // (as the walk's); a large one is answered as its size (`contentOrSizeOf`). The rechecks of the bitmap's candidates read their text whole: what bounds
   // them is the step's time, not its bytes (a statement can stop only between rows).
   #step(byAuthor: boolean) {
     const db = this.#db;
@@ -198,7 +198,7 @@ export class TrigramStep {
              AND (title COLLATE "C" ILIKE ${p.pattern} ESCAPE '\\'
                   OR content COLLATE "C" ILIKE ${p.pattern} ESCAPE '\\')
            LIMIT ${sql.lit(budget + 1)})
-        (SELECT p.id, p.title, p.content, p.created_at, p.updated_at, p.user_id AS author_id,
+        (SELECT p.id, p.title, ${contentOrSizeOf("p")}, p.created_at, p.updated_at, p.user_id AS author_id,
                 (SELECT u.email FROM users u WHERE u.id = p.user_id) AS author_email,
                 NULL::int8 AS found, NULL::int8[] AS ids
            FROM (SELECT q.id, q.title, q.content, q.created_at, q.updated_at, q.user_id,
@@ -210,7 +210,7 @@ export class TrigramStep {
           WHERE p.upto <= ${p.bytes}::int8 OR p.n <= ${p.least}::int8
           ORDER BY p.id DESC)
         UNION ALL
-        SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, count(*),
+        SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, count(*),
                CASE WHEN count(*) <= ${sql.lit(budget)}
                     THEN coalesce(array_agg(id ORDER BY id DESC), '{}') END
           FROM m`.compile(db);

@@ -42,7 +42,7 @@ describeNeeding(postgres, "a rare term's matches kept for its next pages, on a P
       beforeId = (page.at(-1) as Post).id;
     }
   };
-  const ids = (posts: readonly Post[]) => posts.map((post) => post.id);
+  const ids = (posts: readonly Pick<Post, "id">[]) => posts.map((post) => post.id);
   const sql = async (text: string, values: unknown[] = []) => {
     if (pool === undefined) throw new Error("no pool");
     return (await pool.query(text, values)).rows;

@@ -1,7 +1,7 @@
 import { describe, expect } from "vitest";
 import { decodeCursor } from "../../cursor.js";
 import type { PostRepository, SearchPageQuery } from "../../ports/post-repository.js";
-import type { Post } from "../../post.js";
+import { isWhole, type Post } from "../../post.js";
 import { DEFAULT_SEARCH_BYTES, postTextBytes } from "../../post-repository-rules.js";
 import { listPosts } from "../../use-cases/list-posts.js";
 import type { PostContractContext } from "./post-contract-context.js";
@@ -157,6 +157,24 @@ export function boundedSearchContract({ fixture, spec, newAuthor, newPost }: Pos
         expect(cursors.at(-1)).toBeNull();
         // Short pages with a cursor after them: the bytes, not the size, ended them.
         expect(cursors.length).toBeGreaterThan(1);
+      },
+    );
+
+    spec(
+      "a match whose content is large comes whole, or as an outline of the post with its content's size",
+      async () => {
+        const author = await newAuthor();
+        const content = `${"가나다 ".repeat(20_000)}the needle`;
+        const large = await newPost(author, { title: "large", content });
+        const small = await newPost(author, { title: "small", content: "a needle" });
+        const read = await fixture().posts.searchPage({ limit: 3, authorId: author.id, search: "needle" });
+        expect(ids(read.posts)).toEqual([small.id, large.id]);
+        expect(read.posts[0]).toStrictEqual(small);
+        const answered = read.posts[1];
+        if (answered !== undefined && !isWhole(answered)) {
+          const { content: _, ...rest } = large;
+          expect(answered).toStrictEqual({ ...rest, contentBytes: new TextEncoder().encode(content).length });
+        } else expect(answered).toStrictEqual(large);
       },
     );
 
