@@ -1,6 +1,7 @@
 // A child process of the storm: it sends waves of concurrent GETs (the JSON pages and searches),
 // each wave once every request of the last has been answered, until told to stop (or after one
-// wave), and reports each answer's status, bytes and time. Outside the process that measures.
+// wave), and reports each answer's status, Retry-After, bytes and time. Outside the process that
+// measures.
 import { request } from "node:http";
 
 function get(url, accept) {
@@ -15,6 +16,7 @@ function get(url, accept) {
         resolve({
           path: url.pathname + url.search,
           status: response.statusCode ?? 0,
+          retryAfter: response.headers["retry-after"],
           bytes,
           ms: performance.now() - started,
         }),

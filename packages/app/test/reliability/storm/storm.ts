@@ -40,6 +40,8 @@ export interface StreamOutcome {
 export interface RequestOutcome {
   readonly path: string;
   readonly status: number;
+  /** The answer's `Retry-After`, when it has one. */
+  readonly retryAfter: string | undefined;
   readonly bytes: number;
   readonly ms: number;
 }
@@ -249,6 +251,14 @@ export async function runStorm(baseUrl: string, load: StormLoad, servicePid?: nu
       }
     }
   }
+}
+
+/**
+ * Whether `request` was refused for want of room in the budget of large posts within its wait
+ * (docs/posts.md#large-posts): `503` with `Retry-After`, as a busy instance answers by design.
+ */
+export function refusedForRoom(request: RequestOutcome): boolean {
+  return request.status === 503 && request.retryAfter !== undefined;
 }
 
 /** The figures of `outcome` on a few lines, for a log or a failure message. */
