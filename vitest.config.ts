@@ -21,7 +21,8 @@ const ALONE = [
 /**
  * The storm of docs/change-events.md#what-one-instance-bears, run by `pnpm test:storm`
  * (vitest.storm.config.ts) and not by `pnpm test`: it holds the process to its memory bound, which
- * it meets, and /health to a p99 of 100 ms, which it does not meet yet on two cores.
+ * it meets, and /health to a p99 of 100 ms, which it meets only when the storm has the two cores
+ * nearly to itself.
  */
 const STORM = "test/reliability/storm.test.ts";
 
