@@ -21,8 +21,7 @@ const ALONE = [
 /**
  * The storm of docs/change-events.md#what-one-instance-bears, run by `pnpm test:storm`
  * (vitest.storm.config.ts) and not by `pnpm test`: it holds the process to its memory bound, which
- * it meets, and /health to a p99 of 100 ms, which it meets only when the storm has the two cores
- * nearly to itself.
+ * it meets, and /health to a p99 of 100 ms, which it meets by a thin margin on two shared cores.
  */
 const STORM = "test/reliability/storm.test.ts";
 
