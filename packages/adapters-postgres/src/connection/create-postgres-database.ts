@@ -118,24 +118,21 @@ export function createPostgresDatabase(options: PostgresDatabaseOptions): Databa
     timeline: undefined as number | undefined,
     offPrimary: new WeakSet<pg.ClientBase>(),
   };
-  const pool = openPool(options.connectionString, options, statementTimeout);
-  // Asked once per connection, queued ahead of its first statement: a connection costs several
-  // round trips to open already, and a failover always opens new ones.
-  pool.on("connect", (client) => {
-    client.query(
-      TIMELINE_SQL,
-      (error: Error | undefined, result: pg.QueryResult<{ timeline: string | null }>) => {
-        if (error) return;
-        const text = result.rows[0]?.timeline;
-        if (text === null || text === undefined) {
-          primary.offPrimary.add(client);
-          return;
-        }
-        const timeline = Number.parseInt(text, 16);
-        if (primary.timeline !== undefined && timeline > primary.timeline) primary.changes += 1;
-        if (primary.timeline === undefined || timeline > primary.timeline) primary.timeline = timeline;
-      },
-    );
+  // Asked once per connection, before the pool hands it out (pg-pool's hook, awaited): queued
+  // ahead of the connection's first statement instead, it would save a round trip on a
+  // connection that costs several to open, but pg deprecates a query sent while another is
+  // queued (a warning on stderr, and an error in pg 9). A failure here fails the connect, as a
+  // server that cannot answer it could not have run the statement either.
+  const pool = openPool(options.connectionString, options, statementTimeout, async (client) => {
+    const result = await client.query<{ timeline: string | null }>(TIMELINE_SQL);
+    const text = result.rows[0]?.timeline;
+    if (text === null || text === undefined) {
+      primary.offPrimary.add(client);
+      return;
+    }
+    const timeline = Number.parseInt(text, 16);
+    if (primary.timeline !== undefined && timeline > primary.timeline) primary.changes += 1;
+    if (primary.timeline === undefined || timeline > primary.timeline) primary.timeline = timeline;
   });
   const names = options.namedStatements === false ? undefined : PREPARED_STATEMENT_NAMES;
   const { forKysely, run, resent } = poolForKysely(
@@ -205,12 +202,14 @@ export function createPostgresDatabase(options: PostgresDatabaseOptions): Databa
 /**
  * A `pg` pool for `connectionString` with the settings of `options`: int8 and timestamptz read
  * with this adapter's parsers (on this pool only, never on `pg`'s global defaults), and every
- * connection's errors reported once to `onIdleClientError`.
+ * connection's errors reported once to `onIdleClientError`. `onConnect`, when given, runs on
+ * each new connection before the pool hands it out; its failure fails the connect.
  */
 function openPool(
   connectionString: string,
   options: PostgresDatabaseOptions,
   statementTimeout: number | undefined,
+  onConnect?: (client: pg.ClientBase) => Promise<void>,
 ): pg.Pool {
   const types = new pg.TypeOverrides();
   for (const [oid, parse] of Object.entries(TYPE_PARSERS)) types.setTypeParser(Number(oid), parse);
@@ -229,6 +228,7 @@ function openPool(
     // Lets the kernel notice a peer that vanished without closing the connection.
     keepAlive: true,
     types,
+    ...(onConnect === undefined ? {} : { onConnect }),
   });
   // pg emits "error" on a client whose connection fails, and pg-pool listens only while the
   // client is idle: on a checked-out one the event would have no listener, and Node would throw

@@ -426,9 +426,9 @@ class TimedClient implements PostgresPoolClient {
     // Made from the text and named afterwards, where pg reads the name (when it sends it): given
     // a config object instead, pg copies it with all its property descriptors first, for every
     // statement, a measurable share of a GET's CPU. Made here for an unnamed one too (as
-    // `client.query` would make it from the text) to see when pg sends it: pg calls `submit`
-    // once the statements queued ahead (the timeline asked at connect) are answered; from then
-    // on, the CommandComplete the connection reads are this statement's.
+    // `client.query` would make it from the text) to see whether pg sends it: pg calls `submit`
+    // when it writes the statement to the connection, and never on a connection that already
+    // failed; from then on, the CommandComplete the connection reads are this statement's.
     const query = new pg.Query(sql, parameters as unknown[], answer as never) as pg.Query & { name?: string };
     if (name !== undefined) query.name = name;
     const submit = query.submit;
