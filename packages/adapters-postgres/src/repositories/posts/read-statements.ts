@@ -17,16 +17,30 @@ import { bothVariants, type Variants, variant } from "./variants.js";
 export const OUTLINE_ABOVE_BYTES = 64 * 1024;
 
 /**
+ * The content of the posts' row named `alias` when it is at most {@link OUTLINE_ABOVE_BYTES} and
+ * `when` holds (always without it), else null. A larger content is tested where the statement
+ * runs, and never leaves the database with the row. `alias` is a name written in this package.
+ */
+function smallContentOf(alias: string, when?: RawBuilder<boolean>): RawBuilder<string | null> {
+  const content = sql.raw(`${alias}.content`);
+  const small = sql`octet_length(${content}) <= ${sql.lit(OUTLINE_ABOVE_BYTES)}`;
+  return sql<
+    string | null
+  >`CASE WHEN ${when === undefined ? small : sql`${when} AND ${small}`} THEN ${content} END`;
+}
+
+/** The size in bytes of the content of the posts' row named `alias`: `octet_length` reads only its header. */
+function contentBytesOf(alias: string): RawBuilder<number> {
+  return sql<number>`octet_length(${sql.raw(`${alias}.content`)})`;
+}
+
+/**
  * The two columns of a {@link ReadRow} that say its content, for a statement written in SQL,
- * of the posts' row named `alias`: `content`, when it is at most {@link OUTLINE_ABOVE_BYTES} and
- * `when` holds (always without it), else null; and `content_bytes`, its size. A larger content
- * is tested or counted where the statement runs, and never leaves the database with the row.
+ * of the posts' row named `alias`: `content` ({@link smallContentOf}, with `when`) and
+ * `content_bytes`, its size.
  */
 export function contentOrSizeOf(alias: string, when?: RawBuilder<boolean>): RawBuilder<unknown> {
-  const content = sql.ref(`${alias}.content`);
-  const small = sql`octet_length(${content}) <= ${sql.lit(OUTLINE_ABOVE_BYTES)}`;
-  const condition = when === undefined ? small : sql`${when} AND ${small}`;
-  return sql`CASE WHEN ${condition} THEN ${content} END AS content, octet_length(${content}) AS content_bytes`;
+  return sql`${smallContentOf(alias, when)} AS content, ${contentBytesOf(alias)} AS content_bytes`;
 }
 
 /** What a post statement selects of the post itself but its content. */
@@ -40,12 +54,8 @@ const POST_COLUMNS_WITHOUT_CONTENT = [
 
 /** The content when it is at most {@link OUTLINE_ABOVE_BYTES}, and its size: a {@link ReadRow}'s. */
 const CONTENT_OR_SIZE = [
-  sql<
-    string | null
-  >`CASE WHEN octet_length(posts.content) <= ${sql.lit(OUTLINE_ABOVE_BYTES)} THEN posts.content END`.as(
-    "content",
-  ),
-  sql<number>`octet_length(posts.content)`.as("content_bytes"),
+  smallContentOf("posts").as("content"),
+  contentBytesOf("posts").as("content_bytes"),
 ] as const;
 
 /** What the whole post's statement selects, in the shape of {@link PostRow}. */
