@@ -27,9 +27,9 @@ import {
   since,
   stopAllOnExit,
 } from "./load/harness.js";
-import { measureSearchPages, searchPopulation } from "./load/search-population.js";
+import { measureSearchPages, measureTimeTo20, searchPopulation } from "./load/search-population.js";
 import { seededDatabase, warmDatabase } from "./load/seeded-database.js";
-import { renderSearchPages } from "./measure/report.js";
+import { renderSearchPages, renderTimeTo20 } from "./measure/report.js";
 import { type Options, parseOptions } from "./options.js";
 import { freePorts, type ServerProcess, startServer } from "./servers/server-process.js";
 
@@ -111,7 +111,9 @@ async function runPostgres(options: Options) {
  * `--search-only`: the service alone on the seeded database, asked for the search pages of the
  * population of terms `searchPopulation` draws, 4 requests at a time (a page's own cost, not a
  * queue's); prints the latency distribution per class of term and the targets
- * (bench/README.md#targets), and keeps the timings and their chart in bench/results/.
+ * (bench/README.md#targets); then follows each planted and clustered term, and some drawn ones,
+ * to its first twenty matches or the end, one term at a time (what a user waits for), and prints
+ * the pages and time per class. Keeps both and the pages' chart in bench/results/.
  */
 async function runSearchPages(options: Options, env: NodeJS.ProcessEnv, client: pg.Client): Promise<void> {
   const service = await startServer("service", [SERVICE_MAIN], env, logFile("service-search"));
@@ -132,7 +134,14 @@ async function runSearchPages(options: Options, env: NodeJS.ProcessEnv, client: 
         `measured in ${since(started)}, ${load}\n`,
     );
     console.log(renderSearchPages(timings));
-    await keep({ heading, date, options, node: process.version, searchPages: timings });
+    const following = performance.now();
+    const timeTo20 = await measureTimeTo20(service.url, terms);
+    console.log(
+      `\n## Time to the first 20 matches, following nextCursor\n\none term at a time · ` +
+        `measured in ${since(following)}, load average ${(os.loadavg()[0] ?? 0).toFixed(2)}\n`,
+    );
+    console.log(renderTimeTo20(timeTo20));
+    await keep({ heading, date, options, node: process.version, searchPages: timings, timeTo20 });
   } finally {
     await service.stop();
   }

@@ -58,6 +58,51 @@ export const SEARCH_TERMS = {
   oldAscii: "Archived",
 } as const;
 
+/** A term the seed plants in one stretch of ids: see {@link CLUSTERED_TERMS}. */
+export interface ClusteredTerm {
+  readonly term: string;
+  readonly column: "title" | "content";
+  /** Where its stretch starts and ends, as shares of the table's ids (0 the oldest, 1 the newest). */
+  readonly from: number;
+  readonly to: number;
+  /** Its class in the search bench's report. */
+  readonly kind: string;
+}
+
+/**
+ * The terms whose matches lie in one stretch of ids, at 0.01 % to 20 % of the posts, in titles
+ * or contents, ASCII or Korean: a newest-first search meets each only after every post above its
+ * stretch, so the time to its first twenty matches tells whether the search finds the newest
+ * matches below a cursor without reading the posts in between. Words the rest of the seed never
+ * holds, so that each class's matches are exactly where it says; their letters make the
+ * one-character classes too (`z` only in `waltz`, `j` only in `fjord`). The same stretches as the
+ * design study's bench/search-order/seed.sql.
+ */
+export const CLUSTERED_TERMS: readonly ClusteredTerm[] = [
+  { term: "sphinx", column: "title", from: 0, to: 0.2, kind: "clustered, 20 % in ids 0–20 % (titles)" },
+  {
+    term: "waltz",
+    column: "content",
+    from: 0.08,
+    to: 0.19,
+    kind: "clustered, 11 % in ids 8–19 % (contents)",
+  },
+  { term: "nymph", column: "content", from: 0.15, to: 0.16, kind: "clustered, 1 % at 15 % (contents)" },
+  { term: "한가운데", column: "title", from: 0.5, to: 0.51, kind: "clustered, 1 % at 50 % (titles, Korean)" },
+  { term: "glyph", column: "content", from: 0.15, to: 0.151, kind: "clustered, 0.1 % at 15 % (contents)" },
+  { term: "fjord", column: "content", from: 0.15, to: 0.1501, kind: "clustered, 0.01 % at 15 % (contents)" },
+];
+
+/** The SQL that appends `' term'` to `column` of the posts of each clustered term's stretch (`g` the id). */
+function clusteredText(column: ClusteredTerm["column"], posts: number): string {
+  return CLUSTERED_TERMS.filter((each) => each.column === column)
+    .map(
+      ({ term, from, to }) =>
+        ` || case when g > ${Math.round(posts * from)} and g <= ${Math.round(posts * to)} then ' ${term}' else '' end`,
+    )
+    .join("");
+}
+
 /** One seeded post in this many has the rare term. */
 export const RARE_EVERY = 10_000;
 /** One seeded post in this many has the Korean term. */
@@ -102,10 +147,12 @@ export async function seed(
     `insert into posts (id, title, content, created_at, updated_at, user_id) overriding system value
      select g,
             'Post number ' || g || case when g % ${RARE_EVERY} = ${RARE_EVERY / 2} then ' ${SEARCH_TERMS.rare}' else '' end
-              || case when g <= ${counts.posts} / 1000 then ' ${SEARCH_TERMS.oldKorean} 글' else '' end,
+              || case when g <= ${counts.posts} / 1000 then ' ${SEARCH_TERMS.oldKorean} 글' else '' end
+              ${clusteredText("title", counts.posts)},
             case when g % ${KOREAN_EVERY} = ${KOREAN_EVERY / 2} then '오늘의 ${SEARCH_TERMS.korean} 소식. ' else '' end
               || repeat('Lorem ${SEARCH_TERMS.common} dolor sit amet, consectetur adipiscing. ', 6) || g
-              || case when g <= ${counts.posts} / 100 then ' ${SEARCH_TERMS.oldAscii}.' else '' end,
+              || case when g <= ${counts.posts} / 100 then ' ${SEARCH_TERMS.oldAscii}.' else '' end
+              ${clusteredText("content", counts.posts)},
             t, t, ((g - 1) % ${counts.users}) + 1
      from generate_series(1, ${counts.posts}) g,
           lateral (select timestamptz '2025-01-02 00:00:00+00' + g * interval '1 second' as t) ts`,

@@ -1,12 +1,13 @@
 import { encodeCursor } from "@posts/domain";
 import type pg from "pg";
-import type { SearchPageTiming } from "../measure/report.js";
-import { SEARCH_TERMS } from "./database.js";
+import type { SearchPageTiming, TimeTo20 } from "../measure/report.js";
+import { CLUSTERED_TERMS, SEARCH_TERMS } from "./database.js";
 
-/** A search term and the class its latencies are reported under. */
+/** A search term, the class its latencies are reported under, and the author it is limited to, if any. */
 export interface SearchTerm {
   readonly term: string;
   readonly kind: string;
+  readonly userId?: number;
 }
 
 /** How many posts the frequency of a drawn term is estimated on. */
@@ -76,6 +77,18 @@ export async function searchPopulation(client: pg.Client, posts: number): Promis
     ["ipsum lorem sit", "absent, its trigrams in every post"],
   ];
   for (const [term, kind] of planted) terms.push({ term, kind });
+  for (const { term, kind } of CLUSTERED_TERMS) terms.push({ term, kind });
+  // The clustered words' case folded, and their letters and pairs that the rest of the seed never holds.
+  terms.push({ term: "SPHINX", kind: "clustered, 20 % in ids 0–20 % (titles)" });
+  terms.push({ term: "z", kind: "clustered, 11 % in ids 8–19 % (1–2 chars)" });
+  terms.push({ term: "j", kind: "clustered, 0.01 % at 15 % (1–2 chars)" });
+  terms.push({ term: "q", kind: "planted, rare and spread (1–2 chars)" });
+  terms.push({ term: "qu", kind: "planted, rare and spread (1–2 chars)" });
+  // Limited to one author: the posts are dealt to the users in turn, so user 1 wrote one post in
+  // `users` of every class, and a user past the last wrote none.
+  terms.push({ term: SEARCH_TERMS.common, kind: "one author, in every post", userId: 1 });
+  terms.push({ term: "waltz", kind: "one author, clustered 11 %", userId: 1 });
+  terms.push({ term: SEARCH_TERMS.rare, kind: "one author, rare and spread", userId: 1 });
   // Digit runs: the posts whose number starts with them lie in clusters, the longest old.
   for (let i = 0; i < 30; i++) {
     const digits = String(1 + below(posts)).slice(0, 3 + below(3));
@@ -97,26 +110,114 @@ export async function measureSearchPages(
   concurrency: number,
 ): Promise<SearchPageTiming[]> {
   const timings: SearchPageTiming[] = [];
-  const get = async (kind: string, page: SearchPageTiming["page"], term: string, cursor?: string) => {
-    const query = new URLSearchParams({ size: "20", q: term, ...(cursor === undefined ? {} : { cursor }) });
-    const started = performance.now();
-    const response = await fetch(`${baseUrl}/api/v1/posts?${query}`);
-    const body = (await response.json()) as { content?: unknown[]; nextCursor?: string | null };
-    const ms = performance.now() - started;
-    timings.push({ kind, page, ms, posts: body.content?.length ?? 0, status: response.status });
-    return body.nextCursor ?? null;
+  const get = async (search: SearchTerm, page: SearchPageTiming["page"], cursor?: string) => {
+    const answer = await searchPage(baseUrl, search, cursor);
+    timings.push({ kind: search.kind, page, ms: answer.ms, posts: answer.posts, status: answer.status });
+    return answer.nextCursor;
   };
   const queue = [...terms];
   await Promise.all(
     Array.from({ length: concurrency }, async () => {
       for (let next = queue.pop(); next !== undefined; next = queue.pop()) {
-        let cursor = await get(next.kind, "first", next.term);
+        let cursor = await get(next, "first");
         for (let i = 0; i < NEXT_PAGES && cursor !== null; i++) {
-          cursor = await get(next.kind, "next", next.term, cursor);
+          cursor = await get(next, "next", cursor);
         }
-        await get(next.kind, "deep", next.term, encodeCursor(1 + below(posts)));
+        await get(next, "deep", encodeCursor(1 + below(posts)));
       }
     }),
   );
   return timings;
+}
+
+/** One search page of 20 as a client asks for it: its latency, status, posts and next cursor. */
+async function searchPage(
+  baseUrl: string,
+  search: SearchTerm,
+  cursor: string | undefined,
+): Promise<{ ms: number; status: number; posts: number; nextCursor: string | null }> {
+  const query = new URLSearchParams({
+    size: "20",
+    q: search.term,
+    ...(search.userId === undefined ? {} : { userId: String(search.userId) }),
+    ...(cursor === undefined ? {} : { cursor }),
+  });
+  const started = performance.now();
+  const response = await fetch(`${baseUrl}/api/v1/posts?${query}`);
+  const body = (await response.json()) as { content?: unknown[]; nextCursor?: string | null };
+  const ms = performance.now() - started;
+  return {
+    ms,
+    status: response.status,
+    posts: body.content?.length ?? 0,
+    nextCursor: body.nextCursor ?? null,
+  };
+}
+
+/** The matches a user waits for: the first page's worth. */
+const WANTED_MATCHES = 20;
+/** Pages followed at most per term, where a term that needs more has long failed its target anyway. */
+const MOST_PAGES_FOLLOWED = 400;
+/** Time spent at most per term, for the same reason. */
+const MOST_MS_PER_TERM = 30_000;
+/** Drawn terms of each class followed to twenty matches (the planted and clustered ones all are). */
+const DRAWN_PER_CLASS = 8;
+
+/**
+ * How long each term takes to its first twenty matches or to the definite end (no `nextCursor`),
+ * following `nextCursor` page by page as a search box does, one term at a time: pages, total
+ * milliseconds, and the first and slowest later page. Every planted and clustered term, and up to
+ * eight drawn terms of each class. A term is given up after 400 pages or 30 s, which it records.
+ */
+export async function measureTimeTo20(baseUrl: string, terms: readonly SearchTerm[]): Promise<TimeTo20[]> {
+  const drawnOfClass = new Map<string, number>();
+  const chosen = terms.filter((each) => {
+    if (!each.kind.startsWith("drawn")) return true;
+    const taken = drawnOfClass.get(each.kind) ?? 0;
+    drawnOfClass.set(each.kind, taken + 1);
+    return taken < DRAWN_PER_CLASS;
+  });
+  const results: TimeTo20[] = [];
+  for (const search of chosen) {
+    const started = performance.now();
+    let matches = 0;
+    let pages = 0;
+    let firstMs = 0;
+    let slowestLaterMs = 0;
+    let cursor: string | undefined;
+    let status = 200;
+    let ended = false;
+    while (
+      matches < WANTED_MATCHES &&
+      pages < MOST_PAGES_FOLLOWED &&
+      performance.now() - started < MOST_MS_PER_TERM
+    ) {
+      const answer = await searchPage(baseUrl, search, cursor);
+      pages += 1;
+      if (pages === 1) firstMs = answer.ms;
+      else slowestLaterMs = Math.max(slowestLaterMs, answer.ms);
+      status = answer.status;
+      if (answer.status !== 200) break;
+      matches += answer.posts;
+      if (answer.nextCursor === null) {
+        ended = true;
+        break;
+      }
+      cursor = answer.nextCursor;
+    }
+    const ms = performance.now() - started;
+    const gaveUp = status === 200 && !ended && matches < WANTED_MATCHES;
+    results.push({
+      kind: search.kind,
+      term: search.term,
+      pages,
+      ms,
+      matches,
+      firstMs,
+      slowestLaterMs,
+      status,
+      gaveUp,
+    });
+  }
+  return results;
 }

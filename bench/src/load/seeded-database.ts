@@ -56,7 +56,7 @@ export async function seededDatabase(
   const env = serverEnv(tokens, url);
   const started = performance.now();
   // Names what the seed plants, so that --reuse-database never measures an older seed.
-  const seedMark = `bench seed (old-end terms): ${posts} posts / ${options.users} users`;
+  const seedMark = `bench seed (old-end and clustered terms): ${posts} posts / ${options.users} users`;
   const reused = options.reuseDatabase && (await seededAs(url, seedMark));
   if (!reused) await recreateDatabase(options.databaseUrl, name);
   const client = new pg.Client({ connectionString: url });

@@ -15,6 +15,7 @@ import {
   type ScenarioRuns,
   type SearchPageTiming,
   summarize,
+  type TimeTo20,
 } from "./report.js";
 import { median } from "./stats.js";
 
@@ -36,6 +37,8 @@ export interface SearchResults {
   readonly options: Partial<Options>;
   readonly node: string;
   readonly searchPages: readonly SearchPageTiming[];
+  /** Absent from runs kept before the bench followed terms to twenty matches. */
+  readonly timeTo20?: readonly TimeTo20[];
 }
 
 /** One scenario of a `--curve` run: the service's rounds on each table, round i of both paired. */

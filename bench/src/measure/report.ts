@@ -470,3 +470,87 @@ export function renderSearchPages(timings: readonly SearchPageTiming[]): string 
   ];
   return `${table(["terms", "page", "pages", "p50 ms", "p90 ms", "p99 ms", "max ms", "short pages"], rows)}\n\n${renderVerdicts(verdicts)}`;
 }
+
+/** How long one term took to its first twenty matches or the definite end (see `measureTimeTo20`). */
+export interface TimeTo20 {
+  readonly kind: string;
+  readonly term: string;
+  /** Pages asked for, following `nextCursor`. */
+  readonly pages: number;
+  /** Milliseconds from the first request to the last answer. */
+  readonly ms: number;
+  /** Posts the pages held, at most one page's worth past twenty. */
+  readonly matches: number;
+  readonly firstMs: number;
+  /** The slowest page after the first (0 when there was none). */
+  readonly slowestLaterMs: number;
+  /** The last page's status: anything but 200 ended the walk. */
+  readonly status: number;
+  /** Given up after the most pages or time the bench follows a term. */
+  readonly gaveUp: boolean;
+}
+
+/** Most pages a term may need to its first twenty matches or the end. */
+const TO_20_MAX_PAGES = 3;
+/** Most milliseconds a term may take to its first twenty matches or the end, all pages together. */
+const TO_20_MAX_MS = 300;
+
+/**
+ * The time to twenty matches as Markdown: per class of term, how many terms, the most pages one
+ * needed, the median and worst total time, the worst first page and the worst later page, and
+ * how many terms missed the target (at most 3 pages and 300 ms to twenty matches or the end);
+ * then the worst terms by name, and the verdict.
+ */
+export function renderTimeTo20(results: readonly TimeTo20[]): string {
+  const missed = (r: TimeTo20) =>
+    r.status !== 200 || r.gaveUp || r.pages > TO_20_MAX_PAGES || r.ms > TO_20_MAX_MS;
+  const kinds = [...new Set(results.map((r) => r.kind))].sort();
+  const rows = kinds.map((kind) => {
+    const of = results.filter((r) => r.kind === kind);
+    const totals = Float64Array.from(of.map((r) => r.ms)).sort();
+    return [
+      kind,
+      String(of.length),
+      String(Math.max(...of.map((r) => r.pages))) + (of.some((r) => r.gaveUp) ? " (given up)" : ""),
+      fixed(percentile(totals, 50), 0),
+      fixed(percentile(totals, 100), 0),
+      fixed(Math.max(...of.map((r) => r.firstMs)), 0),
+      fixed(Math.max(...of.map((r) => r.slowestLaterMs)), 0),
+      String(of.filter(missed).length),
+    ];
+  });
+  const worst = results
+    .filter(missed)
+    .sort((a, b) => b.ms - a.ms)
+    .slice(0, 10)
+    .map(
+      (r) =>
+        `\`${r.term}\` (${r.kind}): ${r.pages} pages, ${fixed(r.ms, 0)} ms, ${r.matches} matches, status ${r.status}`,
+    );
+  const verdicts: Verdict[] = [
+    {
+      target: `every term's first 20 matches or the end within ${TO_20_MAX_PAGES} pages and ${TO_20_MAX_MS} ms`,
+      measured: `${results.filter(missed).length} of ${results.length} terms past it`,
+      pass: !results.some(missed),
+    },
+  ];
+  return [
+    table(
+      [
+        "terms",
+        "how many",
+        "most pages",
+        "total p50 ms",
+        "total max ms",
+        "first page max ms",
+        "later page max ms",
+        "past the target",
+      ],
+      rows,
+    ),
+    worst.length === 0
+      ? ""
+      : `\nThe slowest terms past the target:\n\n${worst.map((line) => `- ${line}`).join("\n")}\n`,
+    renderVerdicts(verdicts),
+  ].join("\n");
+}
