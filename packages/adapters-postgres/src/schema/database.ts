@@ -65,6 +65,12 @@ export interface PostEventsTable {
    * was recorded (migration 0008).
    */
   readonly xid: Generated<string | null>;
+  /**
+   * When that transaction started (`now()`): with `xid`, what tells the write's own row from one
+   * of another transaction given the same id after a failover (`poolForKysely`). Null on rows
+   * written before it was recorded (migration 0010).
+   */
+  readonly xact_start: Generated<Timestamp | null>;
   /** The public event number; null until the sequencer has given it. */
   number: number | null;
   /** When the sequencer gave the number (the database's clock); retention counts from it. */

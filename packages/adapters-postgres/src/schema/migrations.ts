@@ -8,6 +8,7 @@ import { postChangeEvents } from "./migrations/0006-post-change-events.js";
 import { postEventsWithoutANotificationPerChange } from "./migrations/0007-post-events-without-a-notification-per-change.js";
 import { postEventsCheaperToWriteAndToNumber } from "./migrations/0008-post-events-cheaper-to-write-and-to-number.js";
 import { postEventsWrittenPerStatement } from "./migrations/0009-post-events-written-per-statement.js";
+import { postEventsRecordTheirTransactionsStart } from "./migrations/0010-post-events-record-their-transactions-start.js";
 
 /**
  * Every schema change, by name; Kysely runs them in name order and records each one in
@@ -27,4 +28,5 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   "0007_post_events_without_a_notification_per_change": postEventsWithoutANotificationPerChange,
   "0008_post_events_cheaper_to_write_and_to_number": postEventsCheaperToWriteAndToNumber,
   "0009_post_events_written_per_statement": postEventsWrittenPerStatement,
+  "0010_post_events_record_their_transactions_start": postEventsRecordTheirTransactionsStart,
 };

@@ -70,6 +70,7 @@ CREATE TABLE public.post_events (
     author_email text,
     occurred_at timestamp with time zone NOT NULL,
     xid xid8 DEFAULT pg_current_xact_id(),
+    xact_start timestamp with time zone DEFAULT now(),
     CONSTRAINT post_events_type_check CHECK ((type = ANY (ARRAY['post.created'::text, 'post.updated'::text, 'post.deleted'::text])))
 );
 
