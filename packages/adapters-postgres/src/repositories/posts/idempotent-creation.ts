@@ -16,6 +16,7 @@ import {
   sqlStateOf,
 } from "../../connection/sql-state.js";
 import { parseInt8 } from "../../connection/type-parsers.js";
+import { writeEvidence } from "../../connection/write-evidence.js";
 import type { Database } from "../../schema/database.js";
 import { type NewPostColumns, newPostColumns } from "./plain-creation.js";
 import { writesTogether } from "./writes-together.js";
@@ -143,7 +144,7 @@ export class IdempotentCreation {
         ), inserted AS (
           ${insertClaimedPost(p)}
         )
-        SELECT id AS created_id FROM inserted`.compile(db),
+        SELECT id AS created_id, ${writeEvidence(sql`id`)} FROM inserted`.compile(db),
     );
     // The same for the creations asked in one turn of the event loop, as PlainCreation does
     // without keys: one taken key or gone
@@ -173,9 +174,8 @@ export class IdempotentCreation {
           SELECT post_id, title, content, created_at, created_at, author_id FROM asked ORDER BY ord
           RETURNING id
         )
-        SELECT asked.ord, inserted.id AS created_id FROM inserted JOIN asked ON asked.post_id = inserted.id`.compile(
-        db,
-      ),
+        SELECT asked.ord, inserted.id AS created_id, ${writeEvidence(sql`inserted.id`)}
+        FROM inserted JOIN asked ON asked.post_id = inserted.id`.compile(db),
     );
     this.#createNew = writesTogether<KeyedCreateValues, number>({
       alone: async (values) => {
@@ -215,7 +215,8 @@ export class IdempotentCreation {
         SELECT made.id AS created_id,
                k.post_id AS existing_id,
                k.same_text,
-               EXISTS (SELECT 1 FROM author) AS author_exists
+               EXISTS (SELECT 1 FROM author) AS author_exists,
+               ${writeEvidence(sql`made.id`)}
         FROM (SELECT (SELECT id FROM inserted) AS id) AS made
         LEFT JOIN LATERAL (
           SELECT post_id, fingerprint = ${p.fingerprint}::bytea AS same_text

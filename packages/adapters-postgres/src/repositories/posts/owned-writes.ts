@@ -11,6 +11,7 @@ import {
 import { type Kysely, type RawBuilder, sql } from "kysely";
 import { type PreparedStatement, prepare } from "../../connection/prepare.js";
 import { parseInt8 } from "../../connection/type-parsers.js";
+import { writeEvidence } from "../../connection/write-evidence.js";
 import { type ReadRow, toReadPost } from "../../rows/post-row.js";
 import type { Database } from "../../schema/database.js";
 import { contentOrSizeOf } from "./read-statements.js";
@@ -129,7 +130,7 @@ export class OwnedWrites {
                EXISTS (SELECT FROM remains) AS remains,
                updated.id, updated.title, updated.content, updated.content_bytes,
                updated.created_at, updated.updated_at,
-               users.id AS author_id, users.email AS author_email
+               users.id AS author_id, users.email AS author_email, ${writeEvidence(sql`updated.id`)}
         FROM target
         LEFT JOIN updated ON true
         LEFT JOIN users ON users.id = updated.user_id`.compile(db),
@@ -175,7 +176,7 @@ export class OwnedWrites {
                EXISTS (SELECT FROM remains WHERE remains.ord = target.ord) AS remains,
                updated.id, updated.title, updated.content, updated.content_bytes,
                updated.created_at, updated.updated_at,
-               users.id AS author_id, users.email AS author_email
+               users.id AS author_id, users.email AS author_email, ${writeEvidence(sql`updated.id`)}
         FROM target
         LEFT JOIN updated ON updated.ord = target.ord
         LEFT JOIN users ON users.id = updated.user_id`.compile(db),
@@ -196,7 +197,8 @@ export class OwnedWrites {
           RETURNING p.id
         ), ${remainsAfterLostRace(p, sql`deleted`)}
         SELECT target.user_id AS owner_id, target.updated_at AS seen_version,
-               EXISTS (SELECT FROM remains) AS remains, deleted.id AS deleted_id
+               EXISTS (SELECT FROM remains) AS remains, deleted.id AS deleted_id,
+               ${writeEvidence(sql`deleted.id`)}
         FROM target LEFT JOIN deleted ON true`.compile(db),
     );
   }

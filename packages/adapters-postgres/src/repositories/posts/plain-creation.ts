@@ -3,6 +3,7 @@ import { type Kysely, sql } from "kysely";
 import { type PreparedStatement, prepare } from "../../connection/prepare.js";
 import { SQLSTATE_FOREIGN_KEY_VIOLATION, sqlStateOf } from "../../connection/sql-state.js";
 import { parseInt8 } from "../../connection/type-parsers.js";
+import { writeEvidence } from "../../connection/write-evidence.js";
 import { type PostRow, toPost } from "../../rows/post-row.js";
 import type { Database } from "../../schema/database.js";
 import { writesTogether } from "./writes-together.js";
@@ -63,7 +64,7 @@ export class PlainCreation {
           RETURNING id, title, content, created_at, updated_at, user_id
         )
         SELECT inserted.id, inserted.title, inserted.content, inserted.created_at, inserted.updated_at,
-               author.id AS author_id, author.email AS author_email
+               author.id AS author_id, author.email AS author_email, ${writeEvidence(sql`inserted.id`)}
         FROM inserted JOIN author ON author.id = inserted.user_id`.compile(db),
     );
     // The ids are taken before the insert, in the creations' order, so that each row returned
@@ -88,7 +89,7 @@ export class PlainCreation {
           RETURNING id, title, content, created_at, updated_at
         )
         SELECT wanted.ord, inserted.id, inserted.title, inserted.content, inserted.created_at,
-               inserted.updated_at, wanted.author_id, wanted.author_email
+               inserted.updated_at, wanted.author_id, wanted.author_email, ${writeEvidence(sql`inserted.id`)}
         FROM inserted JOIN wanted ON wanted.id = inserted.id`.compile(db),
     );
     this.#create = writesTogether<CreateValues, PostRow | undefined>({
