@@ -65,6 +65,11 @@ export interface DatabasePrimaryStats {
    * started, by why: no connection, a server taking no writes, cut short before they could commit.
    */
   readonly resent: Readonly<Record<"no-connection" | "read-only" | "uncommitted", number>>;
+  /**
+   * Writes whose commit a lost connection left unknown, since the process started, by what the
+   * primary said of them: committed (answered), uncommitted (sent again), unresolved (failed).
+   */
+  readonly resolved: Readonly<Record<"committed" | "uncommitted" | "unresolved", number>>;
 }
 
 /**

@@ -80,7 +80,36 @@ const plugin: FastifyPluginCallback<MetricsOptions> = (app, options, done) => {
 };
 
 /**
- * The changes of primary the pool has seen, the statements it sent again, and the writes
+ * A counter of `counts`, totals since the process started kept where they happen, one series per
+ * key under `label`: each scrape adds what was counted since the one before.
+ */
+function countsByLabel(
+  registry: Registry,
+  counter: {
+    readonly name: string;
+    readonly help: string;
+    readonly label: string;
+    readonly counts: () => Readonly<Record<string, number>>;
+  },
+): void {
+  const given = new Map<string, number>();
+  new Counter({
+    name: counter.name,
+    help: counter.help,
+    labelNames: [counter.label],
+    registers: [registry],
+    collect() {
+      for (const [key, total] of Object.entries(counter.counts())) {
+        this.inc({ [counter.label]: key }, total - (given.get(key) ?? 0));
+        given.set(key, total);
+      }
+    },
+  });
+}
+
+/**
+ * The changes of primary the pool has seen, the statements it sent again, the writes it resolved
+ * on the primary, and the writes
  * refused while no primary answered, counted in plain numbers where they happen; each scrape adds
  * what was counted since the one before.
  */
@@ -101,18 +130,17 @@ function registerFailoverMetrics(
         given = changes;
       },
     });
-    const resentGiven = new Map<string, number>();
-    new Counter({
+    countsByLabel(registry, {
       name: "db_statements_resent_total",
       help: "Statements sent again on a new connection after a failure that proved they changed nothing (DB_RETRY_WITHIN_MS), by why: no-connection, read-only (25006), uncommitted (cut short by the server's shutdown before they could commit)",
-      labelNames: ["reason"],
-      registers: [registry],
-      collect() {
-        for (const [reason, resent] of Object.entries(primaryStats().resent)) {
-          this.inc({ reason }, resent - (resentGiven.get(reason) ?? 0));
-          resentGiven.set(reason, resent);
-        }
-      },
+      label: "reason",
+      counts: () => primaryStats().resent,
+    });
+    countsByLabel(registry, {
+      name: "db_writes_resolved_total",
+      help: "Writes whose commit a lost connection left unknown, resolved by asking the primary for their transaction and its own event rows (DB_RETRY_WITHIN_MS), by outcome: committed (answered with their rows), uncommitted (never committed there: sent again), unresolved (not told within the window: answered 503)",
+      label: "outcome",
+      counts: () => primaryStats().resolved,
     });
   }
   if (writesRefused !== undefined) {

@@ -8,19 +8,25 @@ describe("GET /metrics across changes of primary", () => {
   const scrape = async (app: Awaited<ReturnType<typeof buildTestApp>>["app"]) =>
     (await app.inject({ method: "GET", url: "/metrics" })).body;
 
-  it("counts the changes of primary the pool saw and the statements it sent again, at each scrape", async () => {
+  it("counts the changes of primary the pool saw, the statements it sent again and the writes it resolved, at each scrape", async () => {
     let changes = 0;
     let resent = { "no-connection": 0, "read-only": 0, uncommitted: 0 };
-    const { app } = await buildTestApp({ primaryStats: () => ({ changes, resent }) });
+    let resolved = { committed: 0, uncommitted: 0, unresolved: 0 };
+    const { app } = await buildTestApp({ primaryStats: () => ({ changes, resent, resolved }) });
     expect(await scrape(app)).toContain("db_primary_changes_total 0");
     expect(await scrape(app)).toContain('db_statements_resent_total{reason="uncommitted"} 0');
+    expect(await scrape(app)).toContain('db_writes_resolved_total{outcome="committed"} 0');
     changes = 2;
     resent = { "no-connection": 5, "read-only": 1, uncommitted: 3 };
+    resolved = { committed: 4, uncommitted: 2, unresolved: 1 };
     const scraped = await scrape(app);
     expect(scraped).toContain("db_primary_changes_total 2");
     expect(scraped).toContain('db_statements_resent_total{reason="no-connection"} 5');
     expect(scraped).toContain('db_statements_resent_total{reason="read-only"} 1');
     expect(scraped).toContain('db_statements_resent_total{reason="uncommitted"} 3');
+    expect(scraped).toContain('db_writes_resolved_total{outcome="committed"} 4');
+    expect(scraped).toContain('db_writes_resolved_total{outcome="uncommitted"} 2');
+    expect(scraped).toContain('db_writes_resolved_total{outcome="unresolved"} 1');
     await app.close();
   });
 

@@ -135,7 +135,7 @@ export function createPostgresDatabase(options: PostgresDatabaseOptions): Databa
     if (primary.timeline === undefined || timeline > primary.timeline) primary.timeline = timeline;
   });
   const names = options.namedStatements === false ? undefined : PREPARED_STATEMENT_NAMES;
-  const { forKysely, run, resent } = poolForKysely(
+  const { forKysely, run, resent, resolved } = poolForKysely(
     pool,
     queryTimeout,
     names,
@@ -163,7 +163,12 @@ export function createPostgresDatabase(options: PostgresDatabaseOptions): Databa
       },
     }),
     poolStats: () => poolStats(pool),
-    primaryStats: () => ({ changes: primary.changes, timeline: primary.timeline, resent: resent() }),
+    primaryStats: () => ({
+      changes: primary.changes,
+      timeline: primary.timeline,
+      resent: resent(),
+      resolved: resolved(),
+    }),
     notifications,
   };
   if (readUrls.length === 0 || options.readMaxWaitMillis === undefined) return handle;

@@ -2,7 +2,7 @@ import type { Kysely } from "kysely";
 import type { Notifications } from "../notifications/notifications.js";
 import type { Database } from "../schema/database.js";
 import type { RunStatement } from "./direct-statements.js";
-import type { PoolStats, Resends } from "./pool-for-kysely.js";
+import type { PoolStats, Resends, Resolutions } from "./pool-for-kysely.js";
 import type { StandbyReadStats } from "./standby-reads/standby-reads.js";
 
 /** Which PostgreSQL a handle talks to: a server through `pg`, or PGlite in this process. */
@@ -24,6 +24,12 @@ export interface PrimaryStats {
    * server's shutdown cut them short before they could commit (or they were never sent).
    */
   readonly resent: Resends;
+  /**
+   * Writes that may have committed when their connection failed, resolved by asking the primary
+   * (`retryWithinMillis`), by outcome: committed there (answered), never committed there (sent
+   * again), or not told within the window (failed).
+   */
+  readonly resolved: Resolutions;
 }
 
 /** An open database: the query builder for the repositories, and how to let it go. */

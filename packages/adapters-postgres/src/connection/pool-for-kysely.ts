@@ -4,6 +4,7 @@ import type { RunStatement } from "./direct-statements.js";
 import { isDatabaseUnavailable } from "./is-database-unavailable.js";
 import { sqlStateOf } from "./sql-state.js";
 import type { StatementNames } from "./statement-names.js";
+import { evidenceIn, RESOLVE_WRITE, resolveParameters, type WriteEvidence } from "./write-evidence.js";
 
 /** How many connections a pool has and how they are used, read at the moment of asking. */
 export interface PoolStats {
@@ -73,6 +74,12 @@ const ROLLBACK = /^\s*rollback\s*;?\s*$/i;
 const UNCOMMITTED = new WeakSet<object>();
 
 /**
+ * The errors of statements that were sent and may have committed, with the rows the server had
+ * sent of each before the failure, and whether they are all of them (its CommandComplete came).
+ */
+const UNDECIDED = new WeakMap<object, { readonly rows: readonly unknown[]; readonly complete: boolean }>();
+
+/**
  * Whether `error` ended a statement run through {@link poolForKysely} that provably changed
  * nothing: it was never sent (its connection failed while it waited behind another statement),
  * or the server ended the session (FATAL 57P01, a fast shutdown or pg_terminate_backend) before
@@ -140,6 +147,21 @@ type Done = (error: Error | null, result?: pg.QueryResult) => void;
  * lost after the statement was sent, whose commit may have happened, is the caller's at once. A
  * pool with every connection busy (its acquire timeout) is not tried again either: waiting
  * longer would only deepen an overload. `resent` counts the statements sent again, by why.
+ *
+ * Within the same window, a write made with `writeEvidence`'s columns whose connection failed
+ * after it was sent, with no proof that it changed nothing (its commit waited for the
+ * synchronous standby when the server shut down, whose WARNING then came with its rows; a FATAL
+ * after its CommandComplete; a connection cut), is resolved from the rows it had returned: the
+ * primary that the write endpoint reaches then is asked about its transaction (`RESOLVE_WRITE`).
+ * Committed there, with the write's own event rows found (its transaction id and the microsecond
+ * its transaction started, for every post it reported written), and every row of it received,
+ * it is answered with those rows; the question's own commit has then been confirmed by the
+ * synchronous standby, after the write's. Aborted there, or an id that server never gave (a
+ * standby promoted without the old primary's last WAL), it changed nothing there and is sent
+ * again. In progress, or a server in recovery, or no answer: asked again after a wait. Anything
+ * else (committed without those rows: another transaction under the same id; rows missing;
+ * status forgotten) fails it as before, and so does the end of the window. `resolved` counts
+ * the outcomes. A write with no such columns, or none of its rows received, fails at once.
  */
 export function poolForKysely(
   pool: pg.Pool,
@@ -147,7 +169,12 @@ export function poolForKysely(
   names?: StatementNames,
   offPrimary?: WeakSet<pg.ClientBase>,
   retryWithinMillis = 0,
-): { readonly forKysely: PostgresPool; readonly run: RunStatement; readonly resent: () => Resends } {
+): {
+  readonly forKysely: PostgresPool;
+  readonly run: RunStatement;
+  readonly resent: () => Resends;
+  readonly resolved: () => Resolutions;
+} {
   const clients = new WeakMap<pg.PoolClient, TimedClient>();
   const wrap = (client: pg.PoolClient): TimedClient => {
     let wrapped = clients.get(client);
@@ -159,8 +186,10 @@ export function poolForKysely(
   };
   const noConnection = () => new Error("the pool gave no connection");
   const resent: Record<ResendReason, number> = { "no-connection": 0, "read-only": 0, uncommitted: 0 };
+  const resolved: Record<ResolvedOutcome, number> = { committed: 0, uncommitted: 0, unresolved: 0 };
   return {
     resent: () => ({ ...resent }),
+    resolved: () => ({ ...resolved }),
     forKysely: {
       connect: () =>
         new Promise((resolve, reject) => {
@@ -177,16 +206,93 @@ export function poolForKysely(
       new Promise((resolve, reject) => {
         let deadline: number | undefined;
         let tries = 0;
+        // The next wait between two tries, or undefined when it would end past the deadline.
+        const nextWait = (): number | undefined => {
+          deadline ??= performance.now() + retryWithinMillis;
+          const wait = Math.min(RETRY_FIRST_WAIT_MS * 2 ** tries, RETRY_LONGEST_WAIT_MS);
+          if (performance.now() + wait > deadline) return undefined;
+          tries += 1;
+          return wait;
+        };
         // Whether `failure` (which changed nothing) is tried again: answers false when it is the caller's.
         const again = (failure: Error, reason: ResendReason): boolean => {
           if (retryWithinMillis <= 0 || !isDatabaseUnavailable(failure)) return false;
-          deadline ??= performance.now() + retryWithinMillis;
-          const wait = Math.min(RETRY_FIRST_WAIT_MS * 2 ** tries, RETRY_LONGEST_WAIT_MS);
-          if (performance.now() + wait > deadline) return false;
-          tries += 1;
+          const wait = nextWait();
+          if (wait === undefined) return false;
           resent[reason] += 1;
           setTimeout(attempt, wait);
           return true;
+        };
+        // After `failure` of a write that may have committed, asks the primary the write
+        // endpoint reaches whether it did (RESOLVE_WRITE), until it can tell or the deadline
+        // passes: committed there, with the write's own event rows, it is answered with the rows
+        // already received; never run there, it is sent again; in progress, or no primary to
+        // ask, it is asked again after a wait; anything else, or the deadline, is the caller's
+        // failure. A status "committed" without the rows is asked once more (the transaction
+        // may have committed between the start of the question and its status), then refused.
+        const settle = (
+          failure: Error,
+          evidence: WriteEvidence,
+          rows: readonly unknown[],
+          complete: boolean,
+        ) => {
+          let committedUnseen = 0;
+          const unresolved = () => {
+            resolved.unresolved += 1;
+            reject(failure);
+          };
+          const later = () => {
+            const wait = nextWait();
+            if (wait === undefined) unresolved();
+            else setTimeout(ask, wait);
+          };
+          const ask = () => {
+            pool.connect((error, client) => {
+              if (error || client === undefined) {
+                later();
+                return;
+              }
+              const timed = wrap(client);
+              timed.run(RESOLVE_WRITE, resolveParameters(evidence), (asked, result) => {
+                timed.release();
+                if (asked) {
+                  if (
+                    !(sqlStateOf(asked) === SQLSTATE_INVALID_PARAMETER && NEVER_GIVEN.test(asked.message))
+                  ) {
+                    later();
+                    return;
+                  }
+                  // The server never gave that id: the write never ran where writes go now.
+                  resolved.uncommitted += 1;
+                  attempt();
+                  return;
+                }
+                const answer = lastWithRows(result)?.rows[0] as
+                  | { status?: unknown; found?: unknown }
+                  | undefined;
+                const status = answer?.status;
+                if (status === "committed" && answer?.found === evidence.posts.length) {
+                  if (!complete) {
+                    unresolved();
+                    return;
+                  }
+                  resolved.committed += 1;
+                  resolve(rows as unknown[]);
+                } else if (status === "aborted") {
+                  resolved.uncommitted += 1;
+                  attempt();
+                } else if (status === "in progress" || status === "standby") {
+                  later();
+                } else if (status === "committed" && committedUnseen === 0) {
+                  committedUnseen += 1;
+                  later();
+                } else {
+                  unresolved();
+                }
+              });
+            });
+          };
+          ask();
         };
         const attempt = () => {
           pool.connect((error, client) => {
@@ -199,11 +305,21 @@ export function poolForKysely(
             const timed = wrap(client);
             timed.run(sql, parameters, (failure, result) => {
               timed.release();
-              if (!failure) resolve(lastWithRows(result)?.rows ?? []);
-              else {
-                const reason = resendReason(failure);
-                if (!(reason !== undefined && again(failure, reason))) reject(failure);
+              if (!failure) {
+                resolve(lastWithRows(result)?.rows ?? []);
+                return;
               }
+              const reason = resendReason(failure);
+              if (reason !== undefined && again(failure, reason)) return;
+              const undecided = UNDECIDED.get(failure);
+              const evidence = undecided === undefined ? undefined : evidenceIn(undecided.rows);
+              if (reason === undefined && undecided !== undefined && evidence !== undefined) {
+                if (retryWithinMillis > 0 && isDatabaseUnavailable(failure)) {
+                  settle(failure, evidence, undecided.rows, undecided.complete);
+                  return;
+                }
+              }
+              reject(failure);
             });
           });
         };
@@ -221,6 +337,21 @@ export type ResendReason = "no-connection" | "read-only" | "uncommitted";
 
 /** How many statements were sent again, by why. */
 export type Resends = Readonly<Record<ResendReason, number>>;
+
+/**
+ * What became of a write that may have committed when its connection failed, asked of the
+ * primary (see {@link poolForKysely}): committed there, and answered with its rows; never
+ * committed there, and sent again; or not told within the window, and failed.
+ */
+export type ResolvedOutcome = "committed" | "uncommitted" | "unresolved";
+
+/** How many writes that may have committed were resolved, by outcome. */
+export type Resolutions = Readonly<Record<ResolvedOutcome, number>>;
+
+/** invalid_parameter_value, which `pg_xact_status` fails with for an id the server has not given yet. */
+const SQLSTATE_INVALID_PARAMETER = "22023";
+/** `pg_xact_status`'s message for an id the server has not given yet. */
+const NEVER_GIVEN = /^transaction ID \d+ is in the future$/;
 
 /**
  * Why a statement that was given a connection may be sent again, as its failure proves that it
@@ -261,6 +392,8 @@ export function poolStats(pool: pg.Pool): PoolStats {
 interface Sent {
   submitted: boolean;
   completed: boolean;
+  /** The rows the server has sent of it so far. */
+  rows: () => readonly unknown[];
 }
 
 class TimedClient implements PostgresPoolClient {
@@ -336,7 +469,7 @@ class TimedClient implements PostgresPoolClient {
     // transaction block. (On a new connection it is still null when the pool hands it over.)
     const status = this.#client.getTransactionStatus();
     const inBlock = status === "T" || status === "E";
-    let sent: Sent = { submitted: false, completed: false };
+    let sent: Sent = { submitted: false, completed: false, rows: () => [] };
     const names = this.#names;
     let name = names?.nameOf(sql);
     let renewed = false;
@@ -345,7 +478,10 @@ class TimedClient implements PostgresPoolClient {
         ? setTimeout(() => {
             settled = true;
             this.#stalled = true;
-            done(new Error(READ_TIMEOUT));
+            const failure = new Error(READ_TIMEOUT);
+            // Sent, it may still commit: what it answered so far is kept, as for a lost connection.
+            if (sent.submitted) UNDECIDED.set(failure, { rows: [...sent.rows()], complete: sent.completed });
+            done(failure);
           }, this.#readTimeoutMillis)
         : undefined;
     const answer: Answer = (error, result) => {
@@ -372,9 +508,13 @@ class TimedClient implements PostgresPoolClient {
       const unconfirmed = this.#unconfirmed;
       this.#unconfirmed = undefined;
       if (unconfirmed !== undefined && !error) {
-        done(new Error(SYNC_COMMIT_UNCONFIRMED, { cause: unconfirmed }));
+        const failure = new Error(SYNC_COMMIT_UNCONFIRMED, { cause: unconfirmed });
+        UNDECIDED.set(failure, { rows: lastWithRows(result)?.rows ?? [], complete: true });
+        done(failure);
         return;
       }
+      if (error && sent.submitted && !UNCOMMITTED.has(error) && !ROLLBACK.test(sql))
+        UNDECIDED.set(error, { rows: sent.rows(), complete: sent.completed });
       done(error, result);
     };
     sent = this.#send(sql, name, parameters, answer);
@@ -422,7 +562,7 @@ class TimedClient implements PostgresPoolClient {
     parameters: ReadonlyArray<unknown> | undefined,
     answer: Answer,
   ): Sent {
-    const sent: Sent = { submitted: false, completed: false };
+    const sent: Sent = { submitted: false, completed: false, rows: () => [] };
     // Made from the text and named afterwards, where pg reads the name (when it sends it): given
     // a config object instead, pg copies it with all its property descriptors first, for every
     // statement, a measurable share of a GET's CPU. Made here for an unnamed one too (as
@@ -431,6 +571,9 @@ class TimedClient implements PostgresPoolClient {
     // failed; from then on, the CommandComplete the connection reads are this statement's.
     const query = new pg.Query(sql, parameters as unknown[], answer as never) as pg.Query & { name?: string };
     if (name !== undefined) query.name = name;
+    // pg keeps the rows it has parsed in the query's private result until the statement ends,
+    // and drops them when an error ends it instead: read from there, they are those received.
+    sent.rows = () => (query as unknown as { _result?: { rows?: unknown[] } })._result?.rows ?? [];
     const submit = query.submit;
     query.submit = (connection) => {
       sent.submitted = true;
