@@ -311,13 +311,17 @@ export function poolForKysely(
               }
               const reason = resendReason(failure);
               if (reason !== undefined && again(failure, reason)) return;
-              const undecided = UNDECIDED.get(failure);
+              // Not proved uncommitted, sent, and with its rows' evidence: the primary may tell.
+              const undecided = reason === undefined ? UNDECIDED.get(failure) : undefined;
               const evidence = undecided === undefined ? undefined : evidenceIn(undecided.rows);
-              if (reason === undefined && undecided !== undefined && evidence !== undefined) {
-                if (retryWithinMillis > 0 && isDatabaseUnavailable(failure)) {
-                  settle(failure, evidence, undecided.rows, undecided.complete);
-                  return;
-                }
+              if (
+                undecided !== undefined &&
+                evidence !== undefined &&
+                retryWithinMillis > 0 &&
+                isDatabaseUnavailable(failure)
+              ) {
+                settle(failure, evidence, undecided.rows, undecided.complete);
+                return;
               }
               reject(failure);
             });

@@ -30,12 +30,33 @@ describeNeeding(postgresBinariesForTests(), "a write whose commit a lost connect
     cluster.query<Row>("primary", text, values);
   const count = async (text: string, values: readonly unknown[] = []): Promise<number> =>
     Number((await rows<{ n: number }>(text, values))[0]?.n);
-  /** The backends of the pool under test whose query starts with `start`, and what they wait for. */
+  /** The busy backends of the pools under test whose query starts with `start`, and what they wait for. */
   const backends = (start: string) =>
     rows<{ pid: number; wait_event: string | null }>(
-      "SELECT pid, wait_event FROM pg_stat_activity WHERE application_name = $1 AND starts_with(ltrim(query, E' \n'), $2)",
+      "SELECT pid, wait_event FROM pg_stat_activity WHERE application_name = $1 AND state = 'active' AND starts_with(ltrim(query, E' \n'), $2)",
       [APPLICATION, start],
     );
+
+  /**
+   * Makes every commit wait for the synchronous standby `name` (none with ""), and waits until
+   * the server has read it: a new session then has it.
+   */
+  const standbyNamed = async (name: string) => {
+    await rows(
+      name === ""
+        ? "ALTER SYSTEM RESET synchronous_standby_names"
+        : `ALTER SYSTEM SET synchronous_standby_names = '${name}'`,
+    );
+    await rows("SELECT pg_reload_conf()");
+    await expect
+      .poll(
+        async () =>
+          (await rows<{ names: string }>("SELECT current_setting('synchronous_standby_names') AS names"))[0]
+            ?.names,
+        { timeout: 10_000, interval: 20 },
+      )
+      .toBe(name);
+  };
 
   beforeAll(async () => {
     cluster = new LocalCluster();
@@ -66,65 +87,128 @@ describeNeeding(postgresBinariesForTests(), "a write whose commit a lost connect
     await cluster?.stopAll();
   });
 
-  it("acknowledges once, with its rows, a creation whose session was terminated while its local commit waited for the synchronous standby, once the primary has it confirmed", async () => {
-    const database = createPostgresDatabase({
-      connectionString: server.url(),
-      applicationName: APPLICATION,
-      queryTimeoutMillis: 30_000,
-      retryWithinMillis: RETRY_WITHIN_MS,
-    });
-    try {
-      const posts = new PostgresPostRepository(database.db);
-      await sql`ALTER SYSTEM SET synchronous_standby_names = 'ghost'`.execute(admin.db);
-      await sql`SELECT pg_reload_conf()`.execute(admin.db);
-      let settled = false;
-      const created = posts
-        .create({ authorId, title: "terminated while waiting", content: "c", createdAt: new Date() })
-        .finally(() => {
+  /**
+   * Each kind of post write, run through `posts` on a post of its own (`id`, made beforehand):
+   * its answer, reduced to what says it happened, and the post its event names.
+   */
+  const writes: readonly {
+    readonly kind: string;
+    readonly start: string;
+    readonly event: string;
+    readonly title: string;
+    readonly write: (posts: PostgresPostRepository, id: number) => Promise<{ post: number; answer: unknown }>;
+  }[] = [
+    {
+      kind: "creation",
+      start: "WITH author AS",
+      event: "post.created",
+      title: "made while waiting",
+      write: async (posts) => {
+        const post = await posts.create({
+          authorId,
+          title: "made while waiting",
+          content: "c",
+          createdAt: new Date(),
+        });
+        return { post: post?.id as number, answer: post?.title };
+      },
+    },
+    {
+      kind: "creation with an idempotency key",
+      start: "WITH claimed AS",
+      event: "post.created",
+      title: "keyed while waiting",
+      write: async (posts) => {
+        const created = await posts.createIdempotently(
+          { authorId, title: "keyed while waiting", content: "c", createdAt: new Date() },
+          { key: "waiting", expiresAt: new Date(Date.now() + 3_600_000) },
+        );
+        return { post: created.ok ? created.value.id : 0, answer: created.ok && !created.value.replayed };
+      },
+    },
+    {
+      kind: "change",
+      start: "WITH target AS",
+      event: "post.updated",
+      title: "changed while waiting",
+      write: async (posts, id) => {
+        const updated = await posts.update({
+          id,
+          authorId,
+          changes: { title: "changed while waiting" },
+          now: new Date(),
+        });
+        return { post: id, answer: updated.ok && updated.value.title };
+      },
+    },
+    {
+      kind: "deletion",
+      start: "WITH target AS",
+      event: "post.deleted",
+      title: "to delete",
+      write: async (posts, id) => ({ post: id, answer: (await posts.delete({ id, authorId })).ok }),
+    },
+  ];
+
+  it.each(writes)(
+    "acknowledges once, with its rows, a $kind whose session was terminated while its local commit waited for the synchronous standby, once the primary has it confirmed",
+    async ({ start, event, title, write }) => {
+      const own = await new PostgresPostRepository(admin.db).create({
+        authorId,
+        title: title === "to delete" ? title : "to change",
+        content: "c",
+        createdAt: new Date(),
+      });
+      const database = createPostgresDatabase({
+        connectionString: server.url(),
+        applicationName: APPLICATION,
+        queryTimeoutMillis: 30_000,
+        retryWithinMillis: RETRY_WITHIN_MS,
+      });
+      try {
+        const posts = new PostgresPostRepository(database.db);
+        await standbyNamed("ghost");
+        let settled = false;
+        const written = write(posts, own?.id as number).finally(() => {
           settled = true;
         });
-      const creating = () => backends("WITH author AS");
-      await expect
-        .poll(creating, { timeout: 10_000, interval: 50 })
-        .toEqual([expect.objectContaining({ wait_event: "SyncRep" })]);
-      const [waiting] = await creating();
-      // The server warns "canceling the wait for synchronous replication and terminating
-      // connection", commits locally and says nothing more: the creation's outcome is unknown.
-      await rows("SELECT pg_terminate_backend($1::int)", [waiting?.pid]);
-      // The question finds the creation committed with its event, and its own commit (the
-      // evidence's lock) waits for the standby in turn: nothing is answered meanwhile.
-      await expect
-        .poll(() => backends("WITH found AS"), { timeout: 10_000, interval: 50 })
-        .toEqual([expect.objectContaining({ wait_event: "SyncRep" })]);
-      expect(settled).toBe(false);
-      expect(
-        await count("SELECT count(*)::int AS n FROM posts WHERE title = 'terminated while waiting'"),
-      ).toBe(1);
-      await sql`ALTER SYSTEM RESET synchronous_standby_names`.execute(admin.db);
-      await sql`SELECT pg_reload_conf()`.execute(admin.db);
-      const post = await created;
-      expect(post?.title).toBe("terminated while waiting");
-      const [stored] = await rows<{ id: number }>(
-        "SELECT id FROM posts WHERE title = 'terminated while waiting'",
-      );
-      expect(post?.id).toBe(Number(stored?.id));
-      expect(
-        await count("SELECT count(*)::int AS n FROM posts WHERE title = 'terminated while waiting'"),
-      ).toBe(1);
-      expect(
-        await count(
-          "SELECT count(*)::int AS n FROM post_events WHERE post_id = $1 AND type = 'post.created'",
-          [post?.id],
-        ),
-      ).toBe(1);
-      expect(database.primaryStats?.().resolved).toEqual({ committed: 1, uncommitted: 0, unresolved: 0 });
-      expect(database.primaryStats?.().resent.uncommitted).toBe(0);
-    } finally {
-      await sql`ALTER SYSTEM RESET synchronous_standby_names`.execute(admin.db);
-      await sql`SELECT pg_reload_conf()`.execute(admin.db);
-      await database.close();
-    }
-  }, 40_000);
+        const writing = () => backends(start);
+        await expect
+          .poll(writing, { timeout: 10_000, interval: 50 })
+          .toEqual([expect.objectContaining({ wait_event: "SyncRep" })]);
+        const [waiting] = await writing();
+        // The server warns "canceling the wait for synchronous replication and terminating
+        // connection", commits locally and says nothing more: the write's outcome is unknown.
+        await rows("SELECT pg_terminate_backend($1::int)", [waiting?.pid]);
+        // The question finds the write committed with its event, and its own commit (the
+        // evidence's lock) waits for the standby in turn: nothing is answered meanwhile.
+        await expect
+          .poll(() => backends("WITH found AS"), { timeout: 10_000, interval: 50 })
+          .toEqual([expect.objectContaining({ wait_event: "SyncRep" })]);
+        expect(settled).toBe(false);
+        await standbyNamed("");
+        const { post, answer } = await written;
+        expect(answer).toBeTruthy();
+        // Made once: the posts with its title are the one answered (a creation's), or the
+        // post of its own that was changed or deleted.
+        expect(await rows("SELECT id::int AS id FROM posts WHERE title = $1", [title])).toEqual(
+          event === "post.deleted" ? [] : [{ id: post }],
+        );
+        expect(
+          await count("SELECT count(*)::int AS n FROM post_events WHERE post_id = $1 AND type = $2", [
+            post,
+            event,
+          ]),
+        ).toBe(1);
+        expect(database.primaryStats?.().resolved).toEqual({ committed: 1, uncommitted: 0, unresolved: 0 });
+        expect(database.primaryStats?.().resent.uncommitted).toBe(0);
+      } finally {
+        await standbyNamed("");
+        await database.close();
+      }
+    },
+    40_000,
+  );
 
   // A statement whose first row (with the evidence `evidence` gives of the write `write`, a CTE
   // `w` answering `id`) reaches the client, pushed out of the server's send buffer by a second
