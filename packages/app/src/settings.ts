@@ -161,7 +161,7 @@ export const SETTINGS = Type.Object({
     minimum: 0,
     maximum: MAX_TIMER_MS,
     description:
-      "how long a statement that surely changed nothing (no connection could be opened, a server that takes no writes refused it, or the server's shutdown ended it before it could commit) is sent again before the request fails with 503; behind Patroni and HAProxy, 10000 lets a planned switchover cost no request but, rarely, a write in flight on the old primary whose commit cannot be told; 0 never sends it again",
+      "how long a statement that surely changed nothing (no connection could be opened, a server that takes no writes refused it, or the server's shutdown ended it before it could commit) is sent again, and a post write whose commit a lost connection left unknown is resolved by asking the primary about its transaction (answered if it committed there, sent again if it never did), before the request fails with 503; behind Patroni and HAProxy, 10000 lets a planned switchover cost no request; 0 never sends a statement again nor resolves one",
   }),
   DB_NAMED_STATEMENTS: Type.Boolean({
     default: true,
