@@ -227,8 +227,8 @@ export function poolForKysely(
         // endpoint reaches whether it did (RESOLVE_WRITE), until it can tell or the deadline
         // passes: committed there, with the write's own event rows, it is answered with the rows
         // already received; never run there, it is sent again; in progress, or no primary to
-        // ask, it is asked again after a wait; anything else, or the deadline, is the caller's
-        // failure. A status "committed" without the rows is asked once more (the transaction
+        // ask (a server in recovery, or unavailable), it is asked again after a wait; anything
+        // else, or the deadline, is the caller's failure. A status "committed" without the rows is asked once more (the transaction
         // may have committed between the start of the question and its status), then refused.
         const settle = (
           failure: Error,
@@ -256,15 +256,12 @@ export function poolForKysely(
               timed.run(RESOLVE_WRITE, resolveParameters(evidence), (asked, result) => {
                 timed.release();
                 if (asked) {
-                  if (
-                    !(sqlStateOf(asked) === SQLSTATE_INVALID_PARAMETER && NEVER_GIVEN.test(asked.message))
-                  ) {
-                    later();
-                    return;
-                  }
-                  // The server never gave that id: the write never ran where writes go now.
-                  resolved.uncommitted += 1;
-                  attempt();
+                  if (sqlStateOf(asked) === SQLSTATE_INVALID_PARAMETER && NEVER_GIVEN.test(asked.message)) {
+                    // The server never gave that id: the write never ran where writes go now.
+                    resolved.uncommitted += 1;
+                    attempt();
+                  } else if (isDatabaseUnavailable(asked)) later();
+                  else unresolved();
                   return;
                 }
                 const answer = lastWithRows(result)?.rows[0] as
