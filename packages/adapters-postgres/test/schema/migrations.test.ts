@@ -22,6 +22,7 @@ const ALL = [
   "0007_post_events_without_a_notification_per_change",
   "0008_post_events_cheaper_to_write_and_to_number",
   "0009_post_events_written_per_statement",
+  "0010_post_events_record_their_transactions_start",
 ];
 const TABLES = [
   "attempt_counts",
@@ -406,5 +407,47 @@ describeOnEachEngine("upgrading a filled database on %s", (engine) => {
     await migrateTo(db(), "0008_post_events_cheaper_to_write_and_to_number");
     expect(await changes()).toEqual(byRows);
     expect((await migrateToLatest(db())).applied).toEqual(ALL.slice(8));
+  });
+
+  it("records after 0010 when each event's transaction started, leaves the rows before it without, and goes back down", async () => {
+    await sql`DELETE FROM posts`.execute(db());
+    await sql`DELETE FROM post_events`.execute(db());
+    await sql`DELETE FROM users`.execute(db());
+    await sql`
+      INSERT INTO users (id, email, password_hash, created_at) OVERRIDING SYSTEM VALUE
+      VALUES (903, 'three@example.com', 'h', now())`.execute(db());
+    const create = (id: number) =>
+      sql`
+        INSERT INTO posts (id, title, content, created_at, updated_at, user_id) OVERRIDING SYSTEM VALUE
+        VALUES (${id}, 'post', 'content', now(), now(), 903)`.execute(db());
+    await migrateTo(db(), "0009_post_events_written_per_statement");
+    await create(1);
+    expect((await migrateToLatest(db())).applied).toEqual(ALL.slice(9));
+    // Two posts in one transaction: both events carry its start, which is its now().
+    const { rows: started } = await db()
+      .transaction()
+      .execute(async (trx) => {
+        await sql`
+          INSERT INTO posts (id, title, content, created_at, updated_at, user_id) OVERRIDING SYSTEM VALUE
+          VALUES (2, 'post', 'content', now(), now(), 903), (3, 'post', 'content', now(), now(), 903)`.execute(
+          trx,
+        );
+        return sql<{ now: Date }>`SELECT now() AS now`.execute(trx);
+      });
+    const { rows } = await sql<{ post_id: string; xact_start: Date | null }>`
+      SELECT post_id, xact_start FROM post_events ORDER BY post_id`.execute(db());
+    expect(rows.map((row) => [Number(row.post_id), row.xact_start?.getTime() ?? null])).toEqual([
+      [1, null],
+      [2, started[0]?.now.getTime()],
+      [3, started[0]?.now.getTime()],
+    ]);
+    await migrateTo(db(), "0009_post_events_written_per_statement");
+    const columns = await sql<{ column_name: string }>`
+      SELECT column_name FROM information_schema.columns
+      WHERE table_schema = current_schema() AND table_name = 'post_events' AND column_name = 'xact_start'`.execute(
+      db(),
+    );
+    expect(columns.rows).toEqual([]);
+    expect((await migrateToLatest(db())).applied).toEqual(ALL.slice(9));
   });
 });
