@@ -19,6 +19,14 @@
  *                 trigram and character indexes per partition; a walk of 300, then the
  *                 partitions newest first, one statement each (partitions-10m: search_10m,
  *                 the same on 10,000,000 posts, partitioned before the seed);
+ *   partitions64  search_partitioned64: the same by 65,536 ids a partition;
+ *   partitions64-windows  the same, a partition searched in windows of ids below the cursor
+ *                 (8,192 first, doubled after one without a match), so that the planner may
+ *                 combine the partition's trigram bitmap with its primary key's (BitmapAnd);
+ *   partitions64-timeout  the same, each partition statement with a statement timeout of
+ *                 100 ms, the page walking that partition for the rest of its time when it runs out;
+ *   partitions64-walk  search_partitioned64n: partitions64 without the character index, terms of
+ *                 1 or 2 characters walked for the page's time;
  *   pglite        today's adapter on an in-memory PGlite seeded by seed.sql (200,000 posts);
  *   rum           search_rum: a RUM index of each post's trigrams and characters, the id attached
  *                 and the posting lists ordered by it (rum.sql, needs postgresql-15-rum).
@@ -28,7 +36,7 @@
  *   psql -c 'create database search_1m'
  *   grep -v trgm_idx packages/adapters-postgres/src/schema/schema.sql | psql -d search_1m
  *   psql -d search_1m -v posts=1000000 -f bench/search-order/seed.sql && psql -d search_1m -c 'vacuum analyze'
- *   for d in parts parts32 partsc partitioned rum; do psql -c "create database search_$d template search_1m"; done
+ *   for d in parts parts32 partsc partitioned partitioned64 rum; do psql -c "create database search_$d template search_1m"; done
  *   grep trgm_idx packages/adapters-postgres/src/schema/schema.sql | psql -d search_1m
  *   psql -d search_parts -v span=131072 -v posts=1000000 -f bench/search-order/ranges.sql
  *   psql -d search_parts32 -v span=32768 -v posts=1000000 -f bench/search-order/ranges.sql
@@ -36,18 +44,22 @@
  *   psql -d search_partsc -v span=32768 -v posts=1000000 -v coll='COLLATE "C"' -f bench/search-order/ranges.sql
  *   psql -d search_partsc -v span=32768 -v posts=1000000 -f bench/search-order/chars.sql
  *   psql -d search_partitioned -v span=131072 -v posts=1000000 -f bench/search-order/partitions.sql
+ *   psql -d search_partitioned64 -v span=65536 -v posts=1000000 -f bench/search-order/partitions.sql
+ *   psql -c 'create database search_partitioned64n template search_partitioned64'
+ *   psql -d search_partitioned64n -c 'drop index posts_chars_idx'
  *   psql -d search_rum -f bench/search-order/rum.sql
  *
  * Run (nice: it measures on a shared machine), naming the designs, comma-separated:
  *
  *   SEARCH_ORDER_URL=postgres://postgres@127.0.0.1:25432 nice -n 19 \
- *     node --conditions=@posts/source --import tsx bench/src/search-order.ts today,ranges,rum [--writes | --writes-only]
+ *     node --conditions=@posts/source --import tsx bench/src/search-order.ts today,ranges,rum [--writes | --writes-only | --concurrent]
  *
  * It prints one line per term and design: total ms to 20 matches or the end, pages, the first
  * page's ms, the slowest later page's ms, and whether the 20 ids are today's (today's are kept
  * in SEARCH_ORDER_REFERENCE, /tmp/search-order-reference.json, so run `today` first). `--writes`
  * then inserts posts one statement each, as POST does, 4 connections, in 3 rounds of 5 s per
- * design interleaved, and deletes them again.
+ * design interleaved, and deletes them again. `--concurrent` instead follows each of the worst
+ * classes with 16 clients at once per design (measureConcurrent).
  */
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import {
@@ -270,20 +282,66 @@ function rangesDesign(database: string, span: number, chars: boolean, inC: boole
   };
 }
 
+/** How a partitions design searches a partition; see partitionsDesign. */
+interface PartitionSearch {
+  /** Ids a partition holds (partitions.sql's span). */
+  readonly span: number;
+  /**
+   * The first window of ids below the cursor a partition is searched in, doubled after a window
+   * without a match; undefined: the partition below the cursor in one statement.
+   */
+  readonly window?: number;
+  /**
+   * Each partition statement's `statement_timeout`; when it runs out, the page walks that
+   * partition from where the statement began, for what is left of the page's time.
+   */
+  readonly timeoutMs?: number;
+  /** Terms of 1 or 2 characters walk for the page's time instead of asking the character index. */
+  readonly walkShort?: boolean;
+}
+
+/** The pg error code of a statement cancelled by its `statement_timeout`. */
+const QUERY_CANCELED = "57014";
+/** A walk's posts a statement, where a page walks for its time (short terms, a timed-out partition). */
+const WALK_CHUNK = 1000;
+
 /**
- * The partitions design (search-order/partitions.sql, 131,072 ids a partition, named
- * posts_0, posts_1, … oldest first, the last open-ended): a walk of 300 posts, then the
- * partitions below it newest first, one statement each on the partition itself (no predicate to
- * prove, no other partition's indexes to plan), until the page is full or has spent 150 ms. One
- * statement over the partitioned table would do the same only if the planner chose an ordered
- * `Append` of sorted partitions; it chose to sort them all at once.
+ * Walks below `from` in statements of WALK_CHUNK posts until `limit` matches, the end, or the
+ * page's RANGE_PAGE_MS since `started` (at least one statement): the matches, and where the next
+ * page resumes (undefined at the end or when full).
  */
-function partitionsDesign(database: string) {
+async function walkForTime(c: pg.Client, term: Term, from: number, limit: number, started: number) {
+  const ids: number[] = [];
+  let below = from;
+  do {
+    const step = await walk(c, term, below, WALK_CHUNK, limit - ids.length);
+    ids.push(...step.ids);
+    if (step.stoppedAt === undefined) return { ids, resumeBelow: undefined };
+    below = step.stoppedAt;
+  } while (performance.now() - started < RANGE_PAGE_MS);
+  return { ids, resumeBelow: below };
+}
+
+/**
+ * The partitions design (search-order/partitions.sql, `span` ids a partition, named posts_0,
+ * posts_1, … oldest first, the last open-ended): a walk of 300 posts, then the partitions below
+ * it newest first, one statement each on the partition itself (no predicate to prove, no other
+ * partition's indexes to plan), until the page is full or has spent 150 ms. One statement over
+ * the partitioned table would do the same only if the planner chose an ordered `Append` of
+ * sorted partitions; it chose to sort them all at once.
+ *
+ * The variants (PartitionSearch) answer what bounds a partition whose every candidate must be
+ * checked before its newest match is known (a dense term far below the cursor, a term whose
+ * trigrams are in every post): windows of ids, in which the planner may combine the trigram
+ * bitmap with the primary key's (`BitmapAnd`), or a statement timeout with the walk behind it.
+ */
+function partitionsDesign(database: string, search: PartitionSearch) {
   return async (): Promise<{ design: Design; close: () => Promise<void> }> => {
-    const span = 131_072;
+    const { span } = search;
     const c = await client(database);
     const bitmaps = await client(database);
     await bitmaps.query("set enable_seqscan = off; set enable_indexscan = off");
+    if (search.timeoutMs !== undefined) await bitmaps.query(`set statement_timeout = ${search.timeoutMs}`);
     const { rows } = await c.query<{ max: string; last: string }>(
       `SELECT max(id) AS max, (SELECT max(substr(relname, 7)::int) FROM pg_class
                               WHERE relname ~ '^posts_[0-9]+$' AND relkind = 'r') AS last FROM posts`,
@@ -293,28 +351,48 @@ function partitionsDesign(database: string) {
     const design: Design = async (term, beforeId, limit) => {
       const below = beforeId ?? top + 1;
       const started = performance.now();
+      const short = [...term.term].length < 3;
+      if (short && search.walkShort) return walkForTime(c, term, below, limit, started);
       const first = await walk(c, term, below, FIRST_WALK, limit);
       if (first.stoppedAt === undefined) return { ids: first.ids };
       const ids = [...first.ids];
       const values: unknown[] = [containsPattern(term.term)];
       const by = term.authorId === undefined ? "" : `AND user_id = $${values.push(term.authorId)}`;
       const letters = [...new Set([...term.term.replace(/[A-Z]/g, (l) => l.toLowerCase())])];
-      const chars =
-        [...term.term].length < 3 ? `post_chars(title, content) @> $${values.push(letters)}::text[] AND` : "";
+      const chars = short ? `post_chars(title, content) @> $${values.push(letters)}::text[] AND` : "";
       const beneath = `$${values.push(0)}`;
-      let from = first.stoppedAt;
-      while (from > 1) {
-        const r = Math.min(last, Math.floor((from - 2) / span));
-        const found = await bitmaps.query<{ id: string }>(
+      // A partition statement: the matches in [lo, from), newest first, as many as the page needs.
+      const matches = (r: number, lo: number, from: number) =>
+        bitmaps.query<{ id: string }>(
           `SELECT id FROM posts_${r}
-          WHERE id < ${beneath}::int8 ${by} AND ${chars}
+          WHERE id < ${beneath}::int8 ${lo > r * span + 1 ? `AND id >= ${lo}` : ""} ${by} AND ${chars}
                 (title COLLATE "C" ILIKE $1 ESCAPE '\\' OR content COLLATE "C" ILIKE $1 ESCAPE '\\')
           ORDER BY id DESC LIMIT ${limit - ids.length}`,
           values.with(-1, from),
         );
-        ids.push(...found.rows.map((row) => Number(row.id)));
-        from = r * span + 1;
-        if (ids.length >= limit) return { ids };
+      let from = first.stoppedAt;
+      while (from > 1) {
+        const r = Math.min(last, Math.floor((from - 2) / span));
+        const bottom = r * span + 1;
+        let width = search.window ?? from - bottom;
+        while (from > bottom) {
+          const lo = Math.max(bottom, from - width);
+          try {
+            const found = await matches(r, lo, from);
+            ids.push(...found.rows.map((row) => Number(row.id)));
+            if (found.rows.length === 0) width *= 2;
+          } catch (error) {
+            if ((error as { code?: string }).code !== QUERY_CANCELED) throw error;
+            // The statement's candidates outlast its time: walking finds a dense term's newest.
+            const walked = await walkForTime(c, term, from, limit - ids.length, started);
+            ids.push(...walked.ids);
+            if (ids.length >= limit || walked.resumeBelow === undefined) return { ids };
+            return { ids, resumeBelow: walked.resumeBelow };
+          }
+          from = lo;
+          if (ids.length >= limit) return { ids };
+          if (performance.now() - started >= RANGE_PAGE_MS) break;
+        }
         if (performance.now() - started >= RANGE_PAGE_MS) break;
       }
       return from > 1 ? { ids, resumeBelow: from } : { ids };
@@ -473,8 +551,12 @@ const DESIGNS: Record<string, () => Promise<{ design: Design; close: () => Promi
   "ranges32-c": rangesDesign("search_partsc", 32_768, true, true),
   "ranges-probe": rangesProbeDesign,
   rum: rumDesign,
-  partitions: partitionsDesign("search_partitioned"),
-  "partitions-10m": partitionsDesign("search_10m"),
+  partitions: partitionsDesign("search_partitioned", { span: 131_072 }),
+  "partitions-10m": partitionsDesign("search_10m", { span: 131_072 }),
+  partitions64: partitionsDesign("search_partitioned64", { span: 65_536 }),
+  "partitions64-windows": partitionsDesign("search_partitioned64", { span: 65_536, window: 8192 }),
+  "partitions64-timeout": partitionsDesign("search_partitioned64", { span: 65_536, timeoutMs: 100 }),
+  "partitions64-walk": partitionsDesign("search_partitioned64n", { span: 65_536, walkShort: true }),
   pglite: pgliteDesign,
 };
 const DATABASES: Record<string, string> = {
@@ -486,6 +568,10 @@ const DATABASES: Record<string, string> = {
   rum: "search_rum",
   partitions: "search_partitioned",
   "partitions-10m": "search_10m",
+  partitions64: "search_partitioned64",
+  "partitions64-windows": "search_partitioned64",
+  "partitions64-timeout": "search_partitioned64",
+  "partitions64-walk": "search_partitioned64n",
 };
 
 /** Inserts a second for `ms` on `database`, 4 connections, one statement each as POST's; the rows go afterwards. */
@@ -542,11 +628,52 @@ function median(values: readonly number[]): number {
   return sorted[Math.floor(sorted.length / 2)] ?? Number.NaN;
 }
 
+/** The classes that cost a page the most, for --concurrent. */
+const WORST = new Set(["waltz", "z", "Archived", "q", "no such term anywhere"]);
+/** Clients at once in --concurrent, as many as the bench's connections. */
+const CONCURRENT = 16;
+
+/**
+ * Each of the worst classes followed by CONCURRENT clients at once, each with its own
+ * connections, after one page of each term alone (as the serial run): the median and slowest
+ * client's total, the slowest page, and the most pages. Answers are checked in the serial run.
+ */
+async function measureConcurrent(names: readonly string[]): Promise<void> {
+  console.log(`design	term	clients	median total ms	max total ms	slowest page ms	max pages	gave up`);
+  for (const name of names) {
+    const make = DESIGNS[name];
+    if (make === undefined) throw new Error(`no design ${name}`);
+    const made = await Promise.all(Array.from({ length: CONCURRENT }, () => make()));
+    for (const term of TERMS.filter((t) => WORST.has(t.term) && t.authorId === undefined)) {
+      await made[0]?.design(term, undefined, PAGE + 1);
+      const runs = await Promise.all(made.map(({ design }) => follow(design, term)));
+      const totals = runs.map((run) => run.ms);
+      console.log(
+        [
+          name,
+          JSON.stringify(term.term),
+          CONCURRENT,
+          median(totals).toFixed(0),
+          Math.max(...totals).toFixed(0),
+          Math.max(...runs.map((run) => Math.max(run.firstMs, run.laterMaxMs))).toFixed(0),
+          Math.max(...runs.map((run) => run.pages)),
+          runs.filter((run) => run.gaveUp).length,
+        ].join("\t"),
+      );
+    }
+    await Promise.all(made.map(({ close }) => close()));
+  }
+}
+
 async function main(): Promise<void> {
   const args = process.argv.slice(2);
   const names = (args.find((arg) => !arg.startsWith("--")) ?? "today,ranges,rum").split(",");
   if (args.includes("--writes-only")) {
     await measureWrites(names);
+    return;
+  }
+  if (args.includes("--concurrent")) {
+    await measureConcurrent(names);
     return;
   }
   // Today's first 20 ids of each term, kept between runs so that any design run later is checked against them.
