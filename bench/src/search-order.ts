@@ -26,6 +26,8 @@
  *   partitions64-timeout  the same, each partition statement with a statement timeout of
  *                 100 ms, the page walking that partition for the rest of its time when it runs out
  *                 (partitions64-timeout25: 25 ms, which the every-candidate partitions outlast);
+ *   partitions64-bound  the same, the timeout what is left of a page's 250 ms, so that it fires
+ *                 only where the page would pass that;
  *   partitions64-walk  search_partitioned64n: partitions64 without the character index, terms of
  *                 1 or 2 characters walked for the page's time;
  *   pglite        today's adapter on an in-memory PGlite seeded by seed.sql (200,000 posts);
@@ -297,6 +299,12 @@ interface PartitionSearch {
    * partition from where the statement began, for what is left of the page's time.
    */
   readonly timeoutMs?: number;
+  /**
+   * The page's bound: each partition statement's `statement_timeout` is what is left of it (at
+   * least 1 ms), so that it fires only where the page would pass it; when it runs out, the page
+   * walks that partition as after `timeoutMs`, one statement of the walk at least.
+   */
+  readonly pageBoundMs?: number;
   /** Terms of 1 or 2 characters walk for the page's time instead of asking the character index. */
   readonly walkShort?: boolean;
 }
@@ -379,6 +387,10 @@ function partitionsDesign(database: string, search: PartitionSearch) {
         while (from > bottom) {
           const lo = Math.max(bottom, from - width);
           try {
+            if (search.pageBoundMs !== undefined) {
+              const left = Math.max(1, Math.round(search.pageBoundMs - (performance.now() - started)));
+              await bitmaps.query(`set statement_timeout = ${left}`);
+            }
             const found = await matches(r, lo, from);
             ids.push(...found.rows.map((row) => Number(row.id)));
             if (found.rows.length === 0) width *= 2;
@@ -558,6 +570,7 @@ const DESIGNS: Record<string, () => Promise<{ design: Design; close: () => Promi
   "partitions64-windows": partitionsDesign("search_partitioned64", { span: 65_536, window: 8192 }),
   "partitions64-timeout": partitionsDesign("search_partitioned64", { span: 65_536, timeoutMs: 100 }),
   "partitions64-timeout25": partitionsDesign("search_partitioned64", { span: 65_536, timeoutMs: 25 }),
+  "partitions64-bound": partitionsDesign("search_partitioned64", { span: 65_536, pageBoundMs: 250 }),
   "partitions64-walk": partitionsDesign("search_partitioned64n", { span: 65_536, walkShort: true }),
   pglite: pgliteDesign,
 };
@@ -574,6 +587,7 @@ const DATABASES: Record<string, string> = {
   "partitions64-windows": "search_partitioned64",
   "partitions64-timeout": "search_partitioned64",
   "partitions64-timeout25": "search_partitioned64",
+  "partitions64-bound": "search_partitioned64",
   "partitions64-walk": "search_partitioned64n",
 };
 
