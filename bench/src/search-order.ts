@@ -21,8 +21,8 @@
  *                 the same on 10,000,000 posts, partitioned before the seed);
  *   partitions64  search_partitioned64: the same by 65,536 ids a partition;
  *   partitions64-windows  the same, a partition searched in windows of ids below the cursor
- *                 (8,192 first, doubled after one without a match), so that the planner may
- *                 combine the partition's trigram bitmap with its primary key's (BitmapAnd);
+ *                 (8,192 first, doubled after one without a match), which bound a statement only
+ *                 where the planner combines the trigram bitmap with the primary key's (BitmapAnd);
  *   partitions64-timeout  the same, each partition statement with a statement timeout of
  *                 100 ms, the page walking that partition for the rest of its time when it runs out
  *                 (partitions64-timeout25: 25 ms, which the every-candidate partitions outlast);
@@ -341,8 +341,10 @@ async function walkForTime(c: pg.Client, term: Term, from: number, limit: number
  *
  * The variants (PartitionSearch) answer what bounds a partition whose every candidate must be
  * checked before its newest match is known (a dense term far below the cursor, a term whose
- * trigrams are in every post): windows of ids, in which the planner may combine the trigram
- * bitmap with the primary key's (`BitmapAnd`), or a statement timeout with the walk behind it.
+ * trigrams are in every post): windows of ids, which help only where the planner combines the
+ * trigram bitmap with the primary key's (`BitmapAnd`; it takes either bitmap alone instead, so a
+ * window reads every post of it or checks every candidate of the partition), or a statement
+ * timeout with the walk behind it.
  */
 function partitionsDesign(database: string, search: PartitionSearch) {
   return async (): Promise<{ design: Design; close: () => Promise<void> }> => {
@@ -656,7 +658,7 @@ const CONCURRENT = 16;
  * client's total, the slowest page, and the most pages. Answers are checked in the serial run.
  */
 async function measureConcurrent(names: readonly string[]): Promise<void> {
-  console.log(`design	term	clients	median total ms	max total ms	slowest page ms	max pages	gave up`);
+  console.log("design\tterm\tclients\tmedian total ms\tmax total ms\tslowest page ms\tmax pages\tgave up");
   for (const name of names) {
     const make = DESIGNS[name];
     if (make === undefined) throw new Error(`no design ${name}`);
