@@ -109,9 +109,8 @@ function countsByLabel(
 
 /**
  * The changes of primary the pool has seen, the statements it sent again, the writes it resolved
- * on the primary, and the writes
- * refused while no primary answered, counted in plain numbers where they happen; each scrape adds
- * what was counted since the one before.
+ * on the primary, and the writes refused while no primary answered, counted in plain numbers
+ * where they happen; each scrape adds what was counted since the one before.
  */
 function registerFailoverMetrics(
   registry: Registry,
