@@ -2,7 +2,6 @@ import {
   createPostgresDatabase,
   type DatabaseHandle,
   isDatabaseUnavailable,
-  migrateToLatest,
   PostgresPostRepository,
   PostgresUserRepository,
 } from "@posts/adapters-postgres";
@@ -10,6 +9,7 @@ import { LocalCluster, type LocalServer, postgresBinariesForTests } from "@posts
 import { describeNeeding } from "@posts/domain/testing/vitest";
 import { sql } from "kysely";
 import { afterAll, beforeAll, expect, it } from "vitest";
+import { primaryWithAnAuthor } from "./primary-with-an-author.js";
 
 // A primary whose synchronous standby is not there: every commit waits for it until cancelled.
 const PRIMARY_PORT = 24501;
@@ -55,16 +55,7 @@ describeNeeding(
 
     beforeAll(async () => {
       cluster = new LocalCluster();
-      primary = await cluster.startPrimary("primary", PRIMARY_PORT);
-      admin = createPostgresDatabase({ connectionString: primary.url(), applicationName: "admin" });
-      await migrateToLatest(admin.db);
-      const author = await new PostgresUserRepository(admin.db).create({
-        email: "author@example.com",
-        passwordHash: "hash",
-        createdAt: new Date(),
-      });
-      if (!author.ok) throw new Error(author.error);
-      authorId = author.value.id;
+      ({ server: primary, admin, authorId } = await primaryWithAnAuthor(cluster, PRIMARY_PORT));
       const post = await new PostgresPostRepository(admin.db).create({
         authorId,
         title: "before",

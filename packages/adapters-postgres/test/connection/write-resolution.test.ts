@@ -2,9 +2,7 @@ import {
   createPostgresDatabase,
   type DatabaseHandle,
   isDatabaseUnavailable,
-  migrateToLatest,
   PostgresPostRepository,
-  PostgresUserRepository,
 } from "@posts/adapters-postgres";
 import { LocalCluster, type LocalServer, postgresBinariesForTests } from "@posts/adapters-postgres/testing";
 import { describeNeeding } from "@posts/domain/testing/vitest";
@@ -13,6 +11,7 @@ import pg from "pg";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { poolForKysely } from "../../src/connection/pool-for-kysely.js";
 import { writeEvidence } from "../../src/connection/write-evidence.js";
+import { primaryWithAnAuthor } from "./primary-with-an-author.js";
 
 /** The server of this file's own. */
 const PORT = 26101;
@@ -60,16 +59,7 @@ describeNeeding(postgresBinariesForTests(), "a write whose commit a lost connect
 
   beforeAll(async () => {
     cluster = new LocalCluster();
-    server = await cluster.startPrimary("primary", PORT);
-    admin = createPostgresDatabase({ connectionString: server.url(), applicationName: "admin" });
-    await migrateToLatest(admin.db);
-    const author = await new PostgresUserRepository(admin.db).create({
-      email: "author@example.com",
-      passwordHash: "hash",
-      createdAt: new Date(),
-    });
-    if (!author.ok) throw new Error(author.error);
-    authorId = author.value.id;
+    ({ server, admin, authorId } = await primaryWithAnAuthor(cluster, PORT));
     await sql`CREATE TABLE nap (seconds float8 NOT NULL)`.execute(admin.db);
     await sql`INSERT INTO nap VALUES (0)`.execute(admin.db);
     // A row inserted here makes its transaction nap at its commit, after the statement completed.
