@@ -9,6 +9,7 @@ import { postEventsWithoutANotificationPerChange } from "./migrations/0007-post-
 import { postEventsCheaperToWriteAndToNumber } from "./migrations/0008-post-events-cheaper-to-write-and-to-number.js";
 import { postEventsWrittenPerStatement } from "./migrations/0009-post-events-written-per-statement.js";
 import { postEventsRecordTheirTransactionsStart } from "./migrations/0010-post-events-record-their-transactions-start.js";
+import { postsPartitionedByIdRanges } from "./migrations/0011-posts-partitioned-by-id-ranges.js";
 
 /**
  * Every schema change, by name; Kysely runs them in name order and records each one in
@@ -29,4 +30,5 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   "0008_post_events_cheaper_to_write_and_to_number": postEventsCheaperToWriteAndToNumber,
   "0009_post_events_written_per_statement": postEventsWrittenPerStatement,
   "0010_post_events_record_their_transactions_start": postEventsRecordTheirTransactionsStart,
+  "0011_posts_partitioned_by_id_ranges": postsPartitionedByIdRanges,
 };

@@ -23,6 +23,7 @@ const ALL = [
   "0008_post_events_cheaper_to_write_and_to_number",
   "0009_post_events_written_per_statement",
   "0010_post_events_record_their_transactions_start",
+  "0011_posts_partitioned_by_id_ranges",
 ];
 const TABLES = [
   "attempt_counts",
@@ -31,6 +32,9 @@ const TABLES = [
   "kysely_migration_lock",
   "post_events",
   "posts",
+  "posts_p0",
+  "posts_p1",
+  "posts_p2",
   "users",
 ];
 
@@ -47,10 +51,14 @@ describeOnEachEngine("migrations on %s", (engine) => {
         SELECT table_name FROM information_schema.tables
         WHERE table_schema = current_schema() ORDER BY table_name`.execute(db())
     ).rows.map((row) => row.table_name);
-  const dropEverything = () =>
-    sql`DROP TABLE IF EXISTS attempt_counts, idempotency_keys, post_events, posts, users, kysely_migration, kysely_migration_lock`.execute(
+  const dropEverything = async () => {
+    await sql`DROP TABLE IF EXISTS attempt_counts, idempotency_keys, post_events, posts, users, kysely_migration, kysely_migration_lock`.execute(
       db(),
     );
+    await sql`DROP FUNCTION IF EXISTS post_chars, posts_partitions_ahead, posts_partition_ids_left`.execute(
+      db(),
+    );
+  };
   const sqlStateOf = async (statement: Promise<unknown>) =>
     statement.then(
       () => "no error",
@@ -171,18 +179,19 @@ describeOnEachEngine("migrations on %s", (engine) => {
     ]);
   });
 
-  it("indexes emails case-insensitively, one author's posts newest first, text by trigrams, keys by expiry", async () => {
+  it("indexes emails case-insensitively, one author's posts newest first, text by trigrams and characters, keys by expiry", async () => {
     const indexes = await sql<{ indexname: string; indexdef: string }>`
       SELECT indexname, indexdef FROM pg_indexes
       WHERE schemaname = current_schema() AND tablename IN ('users', 'posts', 'idempotency_keys')
       ORDER BY indexname`.execute(db());
-    expect(indexes.rows.map((row) => row.indexdef.replace(/ ON \S+\./, " ON "))).toEqual([
+    expect(indexes.rows.map((row) => row.indexdef.replace(/ ON (ONLY )?\S+\./, " ON $1"))).toEqual([
       "CREATE INDEX idempotency_keys_expires_at_idx ON idempotency_keys USING btree (expires_at)",
       "CREATE UNIQUE INDEX idempotency_keys_pkey ON idempotency_keys USING btree (user_id, key)",
-      "CREATE INDEX posts_content_trgm_idx ON posts USING gin (content gin_trgm_ops)",
-      "CREATE UNIQUE INDEX posts_pkey ON posts USING btree (id)",
-      "CREATE INDEX posts_title_trgm_idx ON posts USING gin (title gin_trgm_ops)",
-      "CREATE INDEX posts_user_id_id_idx ON posts USING btree (user_id, id DESC) INCLUDE (updated_at)",
+      "CREATE INDEX posts_chars_idx ON ONLY posts USING gin (post_chars((title)::text, content))",
+      'CREATE INDEX posts_content_trgm_idx ON ONLY posts USING gin (content COLLATE "C" gin_trgm_ops)',
+      "CREATE UNIQUE INDEX posts_pkey ON ONLY posts USING btree (id)",
+      'CREATE INDEX posts_title_trgm_idx ON ONLY posts USING gin (title COLLATE "C" gin_trgm_ops)',
+      "CREATE INDEX posts_user_id_id_idx ON ONLY posts USING btree (user_id, id DESC) INCLUDE (updated_at)",
       "CREATE UNIQUE INDEX users_email_lower_key ON users USING btree (lower(email))",
       "CREATE UNIQUE INDEX users_pkey ON users USING btree (id)",
     ]);
