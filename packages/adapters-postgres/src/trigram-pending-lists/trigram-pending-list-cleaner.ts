@@ -17,8 +17,9 @@ export interface TrigramPendingListCleanerOptions {
 }
 
 /**
- * Merges the trigram indexes' GIN pending lists into the indexes, in a statement of its own on
- * a pool connection, soon after this process wrote posts, so that no request's statement has to.
+ * Merges the GIN pending lists of the posts' partitions (their two trigram indexes and their
+ * character index) into the indexes, in a statement of its own on a pool connection, soon after
+ * this process wrote posts, so that no request's statement has to.
  *
  * A GIN index with `fastupdate` (PostgreSQL's default) appends the entries of each new row
  * version to a pending list, and the statement whose insert finds the list past
@@ -101,13 +102,14 @@ export class TrigramPendingListCleaner {
 
   async #merge(): Promise<void> {
     try {
-      // `to_regclass` answers null for an index that is not there (a schema of another
-      // version), and the strict function then merges nothing.
+      // The indexes of posts are partitioned: a partitioned index has no pending list, each
+      // partition's index has its own. `to_regclass` answers null for an index that is not there
+      // (a schema of another version), which then has no partitions to merge.
       const { rows } = await sql<{ merged: number | null }>`
-        SELECT coalesce(gin_clean_pending_list(to_regclass('posts_title_trgm_idx')), 0)
-             + coalesce(gin_clean_pending_list(to_regclass('posts_content_trgm_idx')), 0) AS merged`.execute(
-        this.#db,
-      );
+        SELECT coalesce(sum(gin_clean_pending_list(i.inhrelid)), 0) AS merged
+        FROM pg_inherits i
+        WHERE i.inhparent IN (to_regclass('posts_title_trgm_idx'), to_regclass('posts_content_trgm_idx'),
+                              to_regclass('posts_chars_idx'))`.execute(this.#db);
       this.#merged += Number(rows[0]?.merged ?? 0);
     } catch (error) {
       if (sqlStateOf(error) === SQLSTATE_INSUFFICIENT_PRIVILEGE) this.#closed = true;
