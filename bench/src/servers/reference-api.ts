@@ -83,7 +83,8 @@ const pageText = (before: boolean, byUser: boolean, searching: boolean) => {
   if (byUser) where.push(`p.user_id = ${next()}`);
   if (searching) {
     const pattern = next();
-    where.push(`(p.title ILIKE ${pattern} ESCAPE '\\' OR p.content ILIKE ${pattern} ESCAPE '\\')`);
+    // In "C", as the trigram indexes are built and as the service matches.
+    where.push(`(p.title COLLATE "C" ILIKE ${pattern} ESCAPE '\\' OR p.content COLLATE "C" ILIKE ${pattern} ESCAPE '\\')`);
   }
   return (
     `select ${PAGE_COLUMNS} from posts p${where.length > 0 ? ` where ${where.join(" and ")}` : ""} ` +

@@ -42,7 +42,6 @@ export {
   type PostgresChangeEventLogOptions,
 } from "./repositories/postgres-change-event-log.js";
 export {
-  DEFAULT_SEARCH_RESULT_IDS,
   PostgresPostRepository,
   type PostgresPostRepositoryOptions,
 } from "./repositories/postgres-post-repository.js";
@@ -50,7 +49,8 @@ export {
   PostgresUserRepository,
   type PostgresUserRepositoryOptions,
 } from "./repositories/postgres-user-repository.js";
-export type { SearchResultsStats } from "./repositories/posts/search-results.js";
+export { POSTS_PARTITION_SPAN } from "./repositories/posts/partition-search.js";
+export { DEFAULT_SEARCH_PAGE_MS } from "./repositories/posts/search-pages.js";
 export type {
   AttemptCountsTable,
   Database,

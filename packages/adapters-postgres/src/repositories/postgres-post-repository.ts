@@ -30,14 +30,6 @@ import { PlainCreation } from "./posts/plain-creation.js";
 import { PostLookups } from "./posts/post-lookups.js";
 import { ReadStatements } from "./posts/read-statements.js";
 import { SearchPages } from "./posts/search-pages.js";
-import { SearchResults, type SearchResultsStats } from "./posts/search-results.js";
-
-/**
- * How many ids of rare terms' matches a repository keeps by default: 500,000, about 4 MB, room
- * for the matches of hundreds of rare terms (a term is kept when it has at most the search
- * budget's worth, 3,000).
- */
-export const DEFAULT_SEARCH_RESULT_IDS = 500_000;
 
 /** How a {@link PostgresPostRepository} is set up beyond its database. */
 export interface PostgresPostRepositoryOptions {
@@ -72,18 +64,11 @@ export interface PostgresPostRepositoryOptions {
    */
   readonly searchBytes?: number;
   /**
-   * How long, in milliseconds, a search page's trigram step may take on a PostgreSQL server
-   * (see `SearchPages`): the step that fills a rare term's page from the trigram indexes when a
-   * walk found too little. 0 leaves it out. Absent: 50.
+   * How long, in milliseconds, a search page on a PostgreSQL server goes on asking the
+   * partitions of `posts` for matches once it began (see `SearchPages`): it ends after the first
+   * statement past this time. 0 asks one partition a page. Absent: `DEFAULT_SEARCH_PAGE_MS`, 150.
    */
-  readonly searchIndexStepMs?: number;
-  /**
-   * How many ids of rare terms' matches, counted by the trigram step, are kept for their next
-   * pages (`SearchResults`), over every term; each is used only while no post has changed since.
-   * 0 keeps none (every page of such a term takes the step). Absent:
-   * `DEFAULT_SEARCH_RESULT_IDS`. On a PostgreSQL server only, as the step.
-   */
-  readonly searchResultIds?: number;
+  readonly searchPageMs?: number;
   /**
    * Called after each change this repository committed (a creation, an update, a deletion; a
    * replayed idempotent creation too, harmlessly): the change event log's `wake`, so that the
@@ -115,7 +100,6 @@ export class PostgresPostRepository implements PostRepository {
   readonly #lookups: PostLookups;
   readonly #pages: PageReads;
   readonly #searches: SearchPages;
-  readonly #results: SearchResults | undefined;
   readonly #cache: PostCache | undefined;
   readonly #cachedPages: CachedPages | undefined;
   readonly #plain: PlainCreation;
@@ -132,27 +116,19 @@ export class PostgresPostRepository implements PostRepository {
     this.#pages = new PageReads(this.#reads);
     this.#cachedPages =
       this.#cache === undefined ? undefined : new CachedPages(this.#cache, this.#pages, this.#lookups);
-    const resultIds = options.searchResultIds ?? DEFAULT_SEARCH_RESULT_IDS;
-    const results = resultIds === 0 ? undefined : new SearchResults(db, resultIds, options.readStatements);
-    this.#results = results;
     this.#searches = new SearchPages(
       db,
       options.searchBudget ?? DEFAULT_SEARCH_BUDGET,
       options.searchBytes ?? DEFAULT_SEARCH_BYTES,
       options.readStatements,
       this.#cache,
-      options.searchIndexStepMs,
-      results,
+      options.searchPageMs,
     );
     this.#plain = new PlainCreation(db);
     this.#idempotent = new IdempotentCreation(db);
     this.#owned = new OwnedWrites(db);
     this.#current = options.currentPosts;
-    const onChange = options.onChange;
-    this.#onChange = () => {
-      results?.changed();
-      onChange?.();
-    };
+    this.#onChange = options.onChange ?? (() => {});
   }
 
   async create(post: NewPost): Promise<Post | undefined> {
@@ -218,11 +194,6 @@ export class PostgresPostRepository implements PostRepository {
   /** What the cache has done and holds; `undefined` without one. */
   cacheStats(): PostCacheStats | undefined {
     return this.#cache?.stats();
-  }
-
-  /** What the kept matches of rare terms have done and hold; `undefined` without them. */
-  searchResultStats(): SearchResultsStats | undefined {
-    return this.#results?.stats();
   }
 
   /**

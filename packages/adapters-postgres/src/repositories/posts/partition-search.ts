@@ -1,0 +1,225 @@
+import type { ReadPost, SearchPageQuery } from "@posts/domain";
+import { type Kysely, sql } from "kysely";
+import { type PreparedStatement, prepare } from "../../connection/prepare.js";
+import type { ReadRow } from "../../rows/post-row.js";
+import type { Database } from "../../schema/database.js";
+import { containsPattern, contentOrSizeOf } from "./read-statements.js";
+import { bothVariants, type Variants, variant } from "./variants.js";
+
+/**
+ * How many ids each partition of `posts` holds: partition `posts_p<k>` holds the ids from
+ * `k * POSTS_PARTITION_SPAN + 1` up to `(k + 1) * POSTS_PARTITION_SPAN`. Fixed by the migration
+ * that partitions the table (`0011_posts_partitioned_by_id_ranges`), which writes it out itself.
+ */
+export const POSTS_PARTITION_SPAN = 131_072;
+
+/** The values of one partition's statement. */
+interface PartitionValues {
+  readonly pattern: string;
+  readonly below: number;
+  readonly wanted: number;
+  /** The most bytes of text of the matches answered. */
+  readonly bytes: number;
+  /** The term's characters as `post_chars` lists them, for a term the trigram index cannot serve. */
+  readonly letters?: readonly string[];
+  readonly authorId?: number;
+}
+
+/**
+ * A match of a partition's statement: `fits` false for the first one past the bytes, without its
+ * content; `upto` the bytes of text of the matches up to and including it.
+ */
+type PartitionRow = ReadRow & { readonly fits: boolean; readonly upto: number | string };
+
+/** One partition's statements, by `authorId`, then by whether they look the term up by its characters. */
+type PartitionStatements = Variants<Variants<PreparedStatement<PartitionValues, PartitionRow>>>;
+
+/** What the partitions answered: the newest matches below where they started, and where the page continues. */
+export interface PartitionMatches {
+  readonly posts: ReadPost[];
+  /** Absent when the page is full or no older post is left to ask about. */
+  readonly resumeBelow?: number;
+}
+
+/**
+ * The partition `k` that holds `id`: ids start at 1, and each partition holds
+ * {@link POSTS_PARTITION_SPAN} of them.
+ */
+export function partitionOf(id: number): number {
+  return Math.floor((id - 1) / POSTS_PARTITION_SPAN);
+}
+
+/**
+ * Whether the trigram indexes can find the candidates of `search`: it has three letters or digits
+ * in a row somewhere, so `pg_trgm` extracts at least one trigram of a word from its pattern.
+ * Otherwise (one or two characters, or words of one or two letters among punctuation) the
+ * trigram index would answer every post of the partition as a candidate; the index of the posts'
+ * characters (`post_chars`) answers such a term instead.
+ */
+export function hasTrigrams(search: string): boolean {
+  return /[\p{L}\p{N}]{3}/u.test(search);
+}
+
+/**
+ * The characters of `search` as `post_chars` lists a post's: each one once, ASCII letters lower
+ * cased, as `lower` in the "C" collation does (and as the search's `ILIKE` in "C" folds).
+ */
+export function lettersOf(search: string): string[] {
+  return [...new Set(search.replace(/[A-Z]/g, (letter) => letter.toLowerCase()))];
+}
+
+/**
+ * The matches of a search below a cursor, asked of the partitions of `posts` one at a time,
+ * newest first, each through its own indexes: the trigram indexes for a term with a trigram
+ * ({@link hasTrigrams}), the index of the posts' characters for the others. Why partitions: a
+ * bitmap of a term over the whole table reads the posting lists of its trigrams over every post,
+ * so its cost follows how common the trigrams are in the whole table, not how many matches the
+ * page needs; over one partition it is bounded by the partition's posts (at most
+ * {@link POSTS_PARTITION_SPAN}), and the newest partitions come first, so a term whose matches
+ * are old or lie in one stretch of ids is answered by the partition that holds them, not by
+ * hundreds of pages that walk over the ones that do not.
+ */
+export class PartitionSearch {
+  readonly #db: Kysely<Database>;
+  readonly #post: (row: ReadRow) => ReadPost;
+  /** By partition. */
+  readonly #statements = new Map<number, PartitionStatements>();
+
+  /** `post`: a matching row as a post, or an outline when its content is large. */
+  constructor(db: Kysely<Database>, post: (row: ReadRow) => ReadPost) {
+    this.#db = db;
+    this.#post = post;
+  }
+
+  /**
+   * The newest `wanted` matches of `query` below `below`, asked of the partitions newest first
+   * until `wanted` are found, the oldest partition was asked, or `pageMs` milliseconds have
+   * passed since the first statement (checked after each statement: a statement is bounded by
+   * its partition, not stopped); as many of them, newest first, as fit in `bytes` bytes
+   * of text. `resumeBelow` is where the page continues: below the last partition asked, or
+   * below the last match that fit in the bytes.
+   *
+   * One transaction on one connection of the database's own pool, read only: its settings
+   * (`SET LOCAL`, sent with `BEGIN` in one text), the partitions' named statements, then
+   * `ROLLBACK`. The settings leave the bitmap of the partition's index as the only plan (a walk
+   * of the primary key filtered row by row is what the partitions exist to avoid: the planner,
+   * which cannot know how many posts match a term, picks it for a `LIMIT` it expects to fill
+   * early), planned once for every term (`force_generic_plan`), without JIT or parallel workers,
+   * whose start costs more than a partition's bitmap.
+   */
+  async matches(
+    query: SearchPageQuery,
+    below: number,
+    wanted: number,
+    bytes: number,
+    pageMs: number,
+  ): Promise<PartitionMatches> {
+    const { authorId, search } = query;
+    const chars = !hasTrigrams(search);
+    const values = {
+      pattern: containsPattern(search),
+      ...(chars ? { letters: lettersOf(search) } : {}),
+      ...(authorId === undefined ? {} : { authorId }),
+    };
+    return this.#db.connection().execute(async (connection) => {
+      await sql
+        .raw(
+          `BEGIN READ ONLY; SET LOCAL enable_seqscan = off; SET LOCAL enable_indexscan = off;
+           SET LOCAL plan_cache_mode = force_generic_plan;
+           SET LOCAL jit = off; SET LOCAL max_parallel_workers_per_gather = 0`,
+        )
+        .execute(connection);
+      let answer: PartitionMatches;
+      try {
+        answer = await this.#ask(connection, values, chars, below, wanted, bytes, pageMs);
+      } catch (error) {
+        // The statement's failure is the answer; a connection it broke fails the ROLLBACK too.
+        await sql
+          .raw("ROLLBACK")
+          .execute(connection)
+          .catch(() => {});
+        throw error;
+      }
+      await sql.raw("ROLLBACK").execute(connection);
+      return answer;
+    });
+  }
+
+  async #ask(
+    connection: Kysely<Database>,
+    values: Omit<PartitionValues, "below" | "wanted" | "bytes">,
+    chars: boolean,
+    below: number,
+    wanted: number,
+    bytes: number,
+    pageMs: number,
+  ): Promise<PartitionMatches> {
+    const posts: ReadPost[] = [];
+    let left = bytes;
+    let from = below;
+    const started = performance.now();
+    for (let k = partitionOf(from - 1); k >= 0; k -= 1) {
+      const statement = this.#partition(k)[variant(values.authorId)][chars ? "with" : "without"];
+      const rows = await statement(
+        { ...values, below: from, wanted: wanted - posts.length, bytes: left },
+        connection,
+      );
+      for (const row of rows) {
+        // The first match past the bytes: the page continues below the last one that fit.
+        if (!row.fits) return { posts, resumeBelow: posts.at(-1)?.id ?? from };
+        posts.push(this.#post(row));
+      }
+      const last = rows.at(-1);
+      if (last !== undefined) left -= Number(last.upto);
+      if (posts.length >= wanted) return { posts };
+      from = k * POSTS_PARTITION_SPAN + 1;
+      if (k > 0 && performance.now() - started >= pageMs) return { posts, resumeBelow: from };
+    }
+    return { posts };
+  }
+
+  #partition(k: number): PartitionStatements {
+    let statements = this.#statements.get(k);
+    if (statements === undefined) {
+      statements = bothVariants((byAuthor) => bothVariants((chars) => this.#statement(k, byAuthor, chars)));
+      this.#statements.set(k, statements);
+    }
+    return statements;
+  }
+
+  // On the partition itself, not on `posts`: a generic plan of the parent would lock every
+  // partition at each execution before pruning them. `id + 0` keeps the primary key out of the
+  // plan (its bitmap of the ids below the cursor would be most of the partition). The matches are
+  // ordered by id alone and only the page's are read whole; they are answered while their text
+  // adds up to the bytes given, by a running sum of `octet_length`, which reads only the values'
+  // headers, and the first past the bytes comes without its text, to say so. The trigram indexes
+  // are built in "C", as the match is written; the characters' index lists each post's
+  // characters lower-cased in "C", and a post whose content is longer than what `post_chars`
+  // read holds the element '' and is always a candidate. There the match is written `IS TRUE`,
+  // which no index serves, so that the planner never adds a trigram bitmap of a term with no
+  // trigram (every post of the partition) to the characters' bitmap.
+  #statement(k: number, byAuthor: boolean, chars: boolean) {
+    const db = this.#db;
+    const partition = sql.table(`posts_p${k}`);
+    return prepare(db, (p: Required<PartitionValues>) => {
+      const author = byAuthor ? sql`AND user_id = ${p.authorId}` : sql``;
+      const match = sql`title COLLATE "C" ILIKE ${p.pattern} ESCAPE '\\'
+                        OR content COLLATE "C" ILIKE ${p.pattern} ESCAPE '\\'`;
+      const where = chars
+        ? sql`(post_chars(title, content) @> ${p.letters}::text[] OR post_chars(title, content) @> '{""}'::text[])
+              AND (${match}) IS TRUE`
+        : sql`(${match})`;
+      return sql<PartitionRow>`
+        SELECT q.id, q.title, ${contentOrSizeOf("q", sql<boolean>`q.fits`)}, q.created_at, q.updated_at,
+               q.user_id AS author_id, (SELECT u.email FROM users u WHERE u.id = q.user_id) AS author_email,
+               q.fits, q.upto
+          FROM (SELECT s.*, s.upto <= ${p.bytes}::int8 AS fits
+                  FROM (SELECT m.*, sum(octet_length(m.title) + octet_length(m.content))
+                                      OVER (ORDER BY m.id DESC ROWS UNBOUNDED PRECEDING) AS upto
+                          FROM (SELECT id, title, content, created_at, updated_at, user_id FROM ${partition}
+                         WHERE id + 0 < ${p.below} ${author} AND ${where}
+                         ORDER BY id DESC LIMIT ${p.wanted}) m) s) q
+         ORDER BY q.id DESC`.compile(db);
+    });
+  }
+}
