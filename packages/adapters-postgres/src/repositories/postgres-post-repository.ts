@@ -70,6 +70,12 @@ export interface PostgresPostRepositoryOptions {
    */
   readonly searchPageMs?: number;
   /**
+   * Whether a search page on a PostgreSQL server asks the partitions after its walk. Absent or
+   * true: it does. False: every page is one walk of at most `searchBudget` posts, as on PGlite,
+   * so that a suite sees pages stop early on a handful of posts.
+   */
+  readonly searchPartitions?: boolean;
+  /**
    * Called after each change this repository committed (a creation, an update, a deletion; a
    * replayed idempotent creation too, harmlessly): the change event log's `wake`, so that the
    * change's event is numbered at once rather than at the log's periodic check.
@@ -123,6 +129,7 @@ export class PostgresPostRepository implements PostRepository {
       options.readStatements,
       this.#cache,
       options.searchPageMs,
+      options.searchPartitions,
     );
     this.#plain = new PlainCreation(db);
     this.#idempotent = new IdempotentCreation(db);

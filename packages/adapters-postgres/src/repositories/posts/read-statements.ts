@@ -252,7 +252,8 @@ export class ReadStatements {
         .$if(byAuthor, (q) => q.where("posts.user_id", "=", p.authorId))
         .$if(searching, (q) =>
           q.where(
-            sql<boolean>`(posts.title ILIKE ${p.pattern} ESCAPE '\\' OR posts.content ILIKE ${p.pattern} ESCAPE '\\')`,
+            // In "C", as the trigram indexes are built and as the search pages match.
+            sql<boolean>`(posts.title COLLATE "C" ILIKE ${p.pattern} ESCAPE '\\' OR posts.content COLLATE "C" ILIKE ${p.pattern} ESCAPE '\\')`,
           ),
         )
         .orderBy("posts.id", "desc") as Q;

@@ -59,7 +59,7 @@ export class SearchPages {
    * when absent; the partitions are asked on the database's own pool. `cache`: whose objects a
    * page lists for the posts it holds at their version; nothing is stored in it. `pageMs`: how
    * long a page goes on asking partitions once it began, a whole number of milliseconds (0: one
-   * partition a page).
+   * partition a page). `partitions`: false makes every page one walk of the budget, as on PGlite.
    */
   constructor(
     db: Kysely<Database>,
@@ -68,6 +68,7 @@ export class SearchPages {
     run?: RunStatement,
     cache?: PostCache,
     pageMs: number = DEFAULT_SEARCH_PAGE_MS,
+    partitions = true,
   ) {
     if (!(Number.isSafeInteger(budget) && budget >= 1)) {
       throw new RangeError("the search budget must be a positive integer");
@@ -84,7 +85,7 @@ export class SearchPages {
     this.#pageMs = pageMs;
     const post = (row: ReadRow) => this.#post(row);
     this.#walker = new SearchWalk(db, run, post);
-    this.#partitions = DIRECT_STATEMENTS.has(db) ? new PartitionSearch(db, post) : undefined;
+    this.#partitions = partitions && DIRECT_STATEMENTS.has(db) ? new PartitionSearch(db, post) : undefined;
   }
 
   /** `PostRepository.searchPage`. */
