@@ -172,6 +172,7 @@ export async function buildHttpApp(options: HttpAppOptions): Promise<FastifyInst
         options.changeEvents === undefined ? undefined : () => eventFeedStats?.() ?? NO_EVENT_FEED,
       route: options.metrics !== "own-listener",
       poolStats: options.poolStats,
+      partitionIdsLeft: options.partitionIdsLeft,
       // Called on the cache itself: a class instance's method loses its `this` when passed alone.
       postCacheStats: postCache === undefined ? undefined : () => postCache.stats(),
       standbyStats: options.standbyStats,

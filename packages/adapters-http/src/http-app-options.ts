@@ -168,6 +168,11 @@ export interface HttpAppOptions {
   readonly metrics?: boolean | "own-listener";
   /** Read at each scrape of /metrics for the `db_pool_*` gauges; none when absent (no pool). */
   readonly poolStats?: () => DatabasePoolStats;
+  /**
+   * Read at each scrape of /metrics for `posts_partition_ids_left`: ids the posts' sequence may
+   * still give before the last partition is full (`undefined` until first read); no gauge when absent.
+   */
+  readonly partitionIdsLeft?: () => number | undefined;
   /** Read at each scrape of /metrics for `db_primary_changes_total`; none when absent (no pool). */
   readonly primaryStats?: () => DatabasePrimaryStats;
   /** Read at each scrape of /metrics for the `db_standby_*` metrics; none when absent (no standbys). */

@@ -13,6 +13,8 @@ import type { DatabaseHandle, PostCacheView } from "@posts/adapters-postgres";
 import {
   CurrentPosts,
   isDatabaseUnavailable,
+  PartitionsAhead,
+  POSTS_PARTITION_IDS,
   PostCache,
   PostgresAttemptCounter,
   PostgresChangeEventLog,
@@ -89,6 +91,11 @@ export const TOKENS = {
    * connection would only queue the merge behind the requests). Closed before the database.
    */
   pendingLists: Symbol("TrigramPendingListCleaner") as InjectionToken<TrigramPendingListCleaner | undefined>,
+  /**
+   * Makes the partitions of posts ahead of the ids (at start and every 10 s), on either engine:
+   * an insert past the last partition fails. Closed before the database.
+   */
+  partitionsAhead: Symbol("PartitionsAhead") as InjectionToken<PartitionsAhead>,
   /** Every table of rows that expire, swept by the expiry sweeper. */
   expirySweeps: Symbol("ExpirySweeps") as InjectionToken<readonly ExpirySweep[]>,
   /** The ports the use cases run on. */
@@ -194,6 +201,18 @@ export function createContainer(config: AppConfig, logger: Logger): DependencyCo
         ),
     });
   });
+  factory(container, TOKENS.partitionsAhead, (c) => {
+    const logger = c.resolve(TOKENS.logger);
+    return new PartitionsAhead(c.resolve(TOKENS.database).db, {
+      onError: (error) => logger.warn({ err: error }, "making partitions of posts ahead failed; retrying"),
+      onMade: (made, idsLeft) => logger.info({ made, idsLeft }, `made ${made} partitions of posts ahead`),
+      onFewIdsLeft: (idsLeft) =>
+        logger.warn(
+          { idsLeft },
+          `fewer than ${POSTS_PARTITION_IDS} ids left in the partitions of posts: new posts will be refused (503) once they are used`,
+        ),
+    });
+  });
   factory(container, TOKENS.expirySweeps, (c) => {
     const attempts = c.resolve(TOKENS.attemptCounter);
     const posts = c.resolve(TOKENS.postRepository);
@@ -252,6 +271,7 @@ export function createContainer(config: AppConfig, logger: Logger): DependencyCo
       metrics:
         config.METRICS && config.METRICS_PORT !== undefined ? ("own-listener" as const) : config.METRICS,
       poolStats: database.poolStats,
+      partitionIdsLeft: () => c.resolve(TOKENS.partitionsAhead).idsLeft,
       ...(database.primaryStats === undefined ? {} : { primaryStats: database.primaryStats }),
       ...(database.standbyStats === undefined ? {} : { standbyStats: database.standbyStats }),
       ...(postCache === undefined ? {} : { postCache }),
@@ -325,6 +345,7 @@ export function createContainer(config: AppConfig, logger: Logger): DependencyCo
   factory(container, TOKENS.lifecycle, (c) => {
     const changeEvents = c.resolve(TOKENS.changeEvents);
     const pendingLists = c.resolve(TOKENS.pendingLists);
+    const partitionsAhead = c.resolve(TOKENS.partitionsAhead);
     const relay = c.resolve(TOKENS.eventRelay);
     return [
       // Closed after the HTTP server, whose open event streams read it until then.
@@ -334,6 +355,11 @@ export function createContainer(config: AppConfig, logger: Logger): DependencyCo
         : [
             { name: "trigram pending-list merges", start: async () => {}, close: () => pendingLists.close() },
           ]),
+      {
+        name: "partitions of posts ahead",
+        start: async () => partitionsAhead.start(),
+        close: () => partitionsAhead.close(),
+      },
       // Closed before the log it reads.
       ...(relay === undefined ? [] : [relay]),
       // Fastify's close stops the listener, ends idle keep-alive connections, answers 503 to new

@@ -247,15 +247,21 @@ describe("createContainer", () => {
     expect(containerFor({}).resolve(TOKENS.httpAppOptions).metrics).toBe(true);
   });
 
-  it("starts, in order, the change event log, the HTTP server and the expiry sweeper; the event relay only with NATS_URL, before the server", () => {
+  it("starts, in order, the change event log, the partitions task, the HTTP server and the expiry sweeper; the event relay only with NATS_URL, before the server", () => {
     const names = (env: Record<string, string>) =>
       containerFor(env)
         .resolve(TOKENS.lifecycle)
         .map((part) => part.name);
 
-    expect(names(ENV)).toEqual(["change event log", "HTTP server", "expiry sweeper"]);
+    expect(names(ENV)).toEqual([
+      "change event log",
+      "partitions of posts ahead",
+      "HTTP server",
+      "expiry sweeper",
+    ]);
     expect(names({ ...ENV, NATS_URL: "nats://127.0.0.1:1" })).toEqual([
       "change event log",
+      "partitions of posts ahead",
       "event relay",
       "HTTP server",
       "expiry sweeper",
@@ -328,6 +334,64 @@ describe("createContainer", () => {
         expect((await logIn(parentApp, "other-hasher@example.com")).status).toBe(401);
       });
     });
+  });
+
+  it("answers 503 with the envelope for a post past the last partition, until the partitions task's next run; /metrics shows the ids left", async () => {
+    const container = containerFor({ ...ENV, METRICS: "true" });
+    const task = container.resolve(TOKENS.partitionsAhead);
+    const app = await container.resolve(TOKENS.httpApp);
+    try {
+      const { token } = await signUp(app, "past-the-last-partition@example.com");
+      const create = () =>
+        app.inject({
+          method: "POST",
+          url: "/api/v1/posts",
+          headers: { "x-auth-token": token },
+          payload: { title: "far", content: "past the end" },
+        });
+      // The sequence moved to the end of the last partition the migration made (p2): the next id
+      // is past it.
+      const fn = (name: string, ...args: unknown[]) =>
+        database.db
+          .selectNoFrom((eb) =>
+            eb
+              .fn<number>(
+                name,
+                args.map((arg) => eb.val(arg)),
+              )
+              .as("value"),
+          )
+          .executeTakeFirstOrThrow()
+          .then((row) => Number(row.value));
+      const given = await fn("nextval", "posts_id_seq");
+      const last = await fn("setval", "posts_id_seq", given + (await fn("posts_partition_ids_left")));
+      const refused = await create();
+      expect(refused.statusCode).toBe(503);
+      expect(refused.headers["retry-after"]).toBeDefined();
+      expect(refused.json()).toMatchObject({
+        status: 503,
+        error: "Service Unavailable",
+        path: "/api/v1/posts",
+      });
+
+      const scrape = async () =>
+        /^posts_partition_ids_left (\S+)$/m.exec(
+          (await app.inject({ method: "GET", url: "/metrics" })).body,
+        )?.[1];
+      // Not read yet: not a number (prom-client writes "Nan", which Prometheus reads as NaN).
+      expect(await scrape()).toMatch(/^nan$/i);
+      task.start();
+      await task.idle();
+      const created = await create();
+      expect(created.statusCode).toBe(201);
+      // The refused post used up an id too.
+      expect(created.headers.location).toMatch(new RegExp(`/api/v1/posts/${last + 2}$`));
+      expect(Number(await scrape())).toBe(task.idsLeft);
+      expect(task.idsLeft).toBeGreaterThan(131072);
+    } finally {
+      await task.close();
+      await app.close();
+    }
   });
 
   it("is ready when the database answers: GET /ready through the real app", async () => {

@@ -36,6 +36,7 @@ export interface MetricsOptions {
   /** Whether GET /metrics is a route of this app; when not, `buildMetricsApp` serves it. */
   readonly route: boolean;
   readonly poolStats?: () => DatabasePoolStats;
+  readonly partitionIdsLeft?: (() => number | undefined) | undefined;
   readonly postCacheStats?: (() => PostCacheStats) | undefined;
   readonly standbyStats?: (() => StandbyReadStats) | undefined;
   readonly eventFeedStats?: (() => EventFeedStats) | undefined;
@@ -52,6 +53,7 @@ const plugin: FastifyPluginCallback<MetricsOptions> = (app, options, done) => {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   if (options.poolStats !== undefined) registerPoolGauges(registry, options.poolStats);
+  if (options.partitionIdsLeft !== undefined) registerPartitionGauge(registry, options.partitionIdsLeft);
   if (options.postCacheStats !== undefined) registerPostCacheMetrics(registry, options.postCacheStats);
   if (options.standbyStats !== undefined) registerStandbyMetrics(registry, options.standbyStats);
   if (options.eventFeedStats !== undefined) registerEventFeedMetrics(registry, options.eventFeedStats);
@@ -191,6 +193,19 @@ function registerPoolGauges(registry: Registry, stats: () => DatabasePoolStats):
   });
 }
 
+/** The ids left in the partitions of posts, read when scraped: what to alarm on. */
+function registerPartitionGauge(registry: Registry, idsLeft: () => number | undefined): void {
+  new Gauge({
+    name: "posts_partition_ids_left",
+    help: "Ids the posts' sequence may still give before the last partition of posts is full (new posts are refused with 503 past it); alarm below one partition's worth (131072)",
+    registers: [registry],
+    collect() {
+      // Not read yet (before the task's first run): NaN, which no alarm threshold compares below.
+      this.set(idsLeft() ?? Number.NaN);
+    },
+  });
+}
+
 /**
  * The post cache's counts, read when scraped: the repository counts in plain numbers on its hot
  * path, and each scrape adds to prom-client's counters what was counted since the one before.
@@ -293,7 +308,7 @@ function registerLargeBodyGauges(registry: Registry, stats: () => ByteBudgetStat
  * metrics (CPU, memory, GC, event-loop lag) and, per method, route pattern and status, a
  * request counter `http_requests_total` and a latency histogram `http_request_duration_seconds`;
  * given `poolStats`, the database pool's `db_pool_connections{state}`, `db_pool_waiting_requests`
- * and `db_pool_max_connections`; given `postCacheStats`, the post cache's
+ * and `db_pool_max_connections`; given `partitionIdsLeft`, `posts_partition_ids_left`; given `postCacheStats`, the post cache's
  * `post_cache_lookups_total{result}`, `post_cache_pages_total{read}`, `post_cache_posts` and
  * `post_cache_bytes`; given `standbyStats`, the standbys' `db_standby_up{standby}`,
  * `db_standby_replay_lag_bytes{standby}`, `db_standby_reads_total{standby}`,

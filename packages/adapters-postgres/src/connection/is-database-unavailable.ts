@@ -24,6 +24,8 @@ const UNAVAILABLE_SQLSTATES = new Set([
   "53300", // too_many_connections
 ]);
 
+const SQLSTATE_CHECK_VIOLATION = "23514";
+
 // What `pg` and `pg-pool` throw without a code when a connection fails, ends or cannot be had.
 const DRIVER_MESSAGES = [
   /^Connection terminated/, // unexpectedly, or due to connection timeout
@@ -39,8 +41,9 @@ const DRIVER_MESSAGES = [
  * to a fault in the request or the code: connection refused, reset or terminated, a DNS
  * failure, a pool acquire or connect timeout, a statement or query timeout (57014), the server
  * shutting down or starting (57P01–57P03), too many connections, every class 08 SQLSTATE, a
- * write on a server that takes none (25006, while a failover moves the write endpoint), and a
- * commit whose wait for the synchronous standby was cancelled (see `poolForKysely`).
+ * write on a server that takes none (25006, while a failover moves the write endpoint), a
+ * commit whose wait for the synchronous standby was cancelled (see `poolForKysely`), and a post
+ * past the last partition of posts (23514 naming no constraint; the PartitionsAhead task makes room).
  * The HTTP layer answers these with 503 and Retry-After. Looks through `cause` chains and the
  * `errors` of an `AggregateError` (Node reports each address it tried).
  */
@@ -48,10 +51,26 @@ export function isDatabaseUnavailable(error: unknown): boolean {
   return isUnavailable(error, 0);
 }
 
+/**
+ * "no partition of relation ... found for row" (23514 as a check constraint's violation, but
+ * naming no constraint): a post whose id is past the last partition of posts, until the
+ * PartitionsAhead task makes the next ones. Told apart by the missing constraint name rather
+ * than the message, which the server's lc_messages may translate.
+ */
+function isPastTheLastPartition(error: object): boolean {
+  const { code, constraint } = error as { code?: unknown; constraint?: unknown };
+  return (
+    code === SQLSTATE_CHECK_VIOLATION &&
+    (constraint === undefined || constraint === null || constraint === "")
+  );
+}
+
 function isUnavailable(error: unknown, depth: number): boolean {
   if (typeof error !== "object" || error === null || depth > 5) return false;
   const sqlState = sqlStateOf(error);
-  if (sqlState !== undefined) return sqlState.startsWith("08") || UNAVAILABLE_SQLSTATES.has(sqlState);
+  if (sqlState !== undefined) {
+    return sqlState.startsWith("08") || UNAVAILABLE_SQLSTATES.has(sqlState) || isPastTheLastPartition(error);
+  }
   const { code, message, cause, errors } = error as {
     code?: unknown;
     message?: unknown;

@@ -2,7 +2,7 @@ import { createPostgresDatabase, isDatabaseUnavailable } from "@posts/adapters-p
 import { describeNeeding } from "@posts/domain/testing/vitest";
 import { sql } from "kysely";
 import { afterEach, describe, expect, it } from "vitest";
-import { postgres, serverUrl, useTestDatabase } from "../use-test-database.js";
+import { describeOnEachEngine, postgres, serverUrl, useTestDatabase } from "../use-test-database.js";
 
 const withCode = (code: string, message = `failed with ${code}`) =>
   Object.assign(new Error(message), { code });
@@ -75,6 +75,36 @@ describe("errors from a pool that cannot reach its server", () => {
     } finally {
       await handle.close();
     }
+  });
+});
+
+describeOnEachEngine("a post past the last partition on %s", (engine) => {
+  const database = useTestDatabase(engine);
+
+  it("is recognized (until the partitions task makes room), and a check constraint's violation is not", async () => {
+    const { db } = database();
+    await database().truncate();
+    const user = await sql<{ id: number }>`
+      INSERT INTO users (email, password_hash, created_at) VALUES ('far@example.com', 'h', now()) RETURNING id`.execute(
+      db,
+    );
+    const { rows } = await sql<{ left: number }>`SELECT posts_partition_ids_left() AS left`.execute(db);
+    await sql`SELECT setval('posts_id_seq', ${rows[0]?.left ?? 0})`.execute(db);
+    const pastTheEnd = await failureOf(
+      sql`
+        INSERT INTO posts (title, content, created_at, updated_at, user_id)
+        VALUES ('t', 'c', now(), now(), ${user.rows[0]?.id})`.execute(db),
+    );
+    expect((pastTheEnd as { code?: string }).code).toBe("23514");
+    expect(isDatabaseUnavailable(pastTheEnd)).toBe(true);
+
+    const checked = await failureOf(
+      sql`
+        INSERT INTO post_events (type, post_id, author_id, occurred_at)
+        VALUES ('post.unknown', 1, 1, now())`.execute(db),
+    );
+    expect((checked as { code?: string }).code).toBe("23514");
+    expect(isDatabaseUnavailable(checked)).toBe(false);
   });
 });
 
