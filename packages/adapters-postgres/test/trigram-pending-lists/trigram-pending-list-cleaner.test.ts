@@ -1,4 +1,5 @@
 import { PostgresPostRepository, TrigramPendingListCleaner } from "@posts/adapters-postgres";
+import { migrateTo, openTestDatabase } from "@posts/adapters-postgres/testing";
 import { describeNeeding } from "@posts/domain/testing/vitest";
 import { sql } from "kysely";
 import { beforeEach, expect, it } from "vitest";
@@ -91,6 +92,25 @@ describeNeeding(postgres, "the trigram indexes' pending lists merged after write
     await cleaner.idle();
     expect(cleaner.merged).toBe(0);
     expect(await pagesLeft()).toBeGreaterThan(0);
+  });
+
+  it("merges nothing, and fails nothing, on a schema without the indexes", async () => {
+    const older = await openTestDatabase("postgres", { migrate: false });
+    try {
+      await migrateTo(older.db, "0003_create_attempt_counts");
+      const errors: unknown[] = [];
+      const cleaner = new TrigramPendingListCleaner(older.db, {
+        intervalMs: 1,
+        onError: (error) => errors.push(error),
+      });
+      cleaner.wake();
+      await cleaner.idle();
+      await cleaner.close();
+      expect(errors).toEqual([]);
+      expect(cleaner.merged).toBe(0);
+    } finally {
+      await older.close();
+    }
   });
 
   it("reports a merge that failed, and merges at the next write", async () => {
