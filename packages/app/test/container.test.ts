@@ -338,6 +338,10 @@ describe("createContainer", () => {
 
   it("answers 503 with the envelope for a post past the last partition, until the partitions task's next run; /metrics shows the ids left", async () => {
     const container = containerFor({ ...ENV, METRICS: "true" });
+    const lines: Record<string, unknown>[] = [];
+    container.register(TOKENS.logger, {
+      useValue: createLogger("info", { write: (line: string) => void lines.push(JSON.parse(line)) }),
+    });
     const task = container.resolve(TOKENS.partitionsAhead);
     const app = await container.resolve(TOKENS.httpApp);
     try {
@@ -388,6 +392,13 @@ describe("createContainer", () => {
       expect(created.headers.location).toMatch(new RegExp(`/api/v1/posts/${last + 2}$`));
       expect(Number(await scrape())).toBe(task.idsLeft);
       expect(task.idsLeft).toBeGreaterThan(131072);
+      expect(lines.filter((line) => String(line.msg).includes("partitions of posts"))).toEqual([
+        expect.objectContaining({
+          level: 30,
+          msg: "made 3 partitions of posts ahead",
+          idsLeft: task.idsLeft,
+        }),
+      ]);
     } finally {
       await task.close();
       await app.close();
