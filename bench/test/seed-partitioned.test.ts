@@ -1,11 +1,11 @@
-import { migrateToLatest, POSTS_PARTITION_IDS } from "@posts/adapters-postgres";
+import { migrateToLatest, POSTS_PARTITION_SPAN } from "@posts/adapters-postgres";
 import { openTestDatabase, postgresForTests, type TestDatabase } from "@posts/adapters-postgres/testing";
 import { describeNeeding } from "@posts/domain/testing/vitest";
 import pg from "pg";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { seed, warmPageCache } from "../src/load/database.js";
 
-const POSTS = POSTS_PARTITION_IDS + 2_000;
+const POSTS = POSTS_PARTITION_SPAN + 2_000;
 
 // Needs a PostgreSQL server, as `pnpm bench` does: the service's schema, partitioned.
 describeNeeding(await postgresForTests(), "seeding the migrated, partitioned schema", () => {
@@ -30,7 +30,7 @@ describeNeeding(await postgresForTests(), "seeding the migrated, partitioned sch
         where i.inhparent = 'posts'::regclass order by c.relname`,
     );
     expect(rows).toEqual([
-      { name: "posts_p0", count: POSTS_PARTITION_IDS },
+      { name: "posts_p0", count: POSTS_PARTITION_SPAN },
       { name: "posts_p1", count: 2_000 },
       { name: "posts_p2", count: 0 },
       { name: "posts_p3", count: 0 },

@@ -1,4 +1,4 @@
-import { POSTS_PARTITION_IDS } from "@posts/adapters-postgres";
+import { POSTS_PARTITION_SPAN } from "@posts/adapters-postgres";
 import pg from "pg";
 
 /** The password of every seeded user; the login scenario signs in with it. */
@@ -152,7 +152,7 @@ export async function seed(
     "select to_regprocedure('posts_partitions_ahead(integer)') is not null as partitioned",
   )) as { rows: { partitioned: boolean }[] };
   if (partitioned.rows[0]?.partitioned) {
-    await sql.query(`select posts_partitions_ahead(${Math.ceil(counts.posts / POSTS_PARTITION_IDS) + 1})`);
+    await sql.query(`select posts_partitions_ahead(${Math.ceil(counts.posts / POSTS_PARTITION_SPAN) + 1})`);
   }
   await sql.query("alter table posts disable trigger user");
   // One post per second of 2025 onwards; content is a few hundred bytes, like a short post.

@@ -28,11 +28,7 @@ export {
   type PostgresPublisherLeaseOptions,
 } from "./events/publisher-lease.js";
 export type { NotificationListener, Notifications } from "./notifications/notifications.js";
-export {
-  PartitionsAhead,
-  type PartitionsAheadOptions,
-  POSTS_PARTITION_IDS,
-} from "./partitions/partitions-ahead.js";
+export { PartitionsAhead, type PartitionsAheadOptions } from "./partitions/partitions-ahead.js";
 export { CurrentPosts, type CurrentPostsOptions, type ReadTicket } from "./post-cache/current-posts.js";
 export {
   PostCache,

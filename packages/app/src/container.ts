@@ -14,7 +14,7 @@ import {
   CurrentPosts,
   isDatabaseUnavailable,
   PartitionsAhead,
-  POSTS_PARTITION_IDS,
+  POSTS_PARTITION_SPAN,
   PostCache,
   PostgresAttemptCounter,
   PostgresChangeEventLog,
@@ -209,7 +209,7 @@ export function createContainer(config: AppConfig, logger: Logger): DependencyCo
       onFewIdsLeft: (idsLeft) =>
         logger.warn(
           { idsLeft },
-          `fewer than ${POSTS_PARTITION_IDS} ids left in the partitions of posts: new posts will be refused (503) once they are used`,
+          `fewer than ${POSTS_PARTITION_SPAN} ids left in the partitions of posts: new posts will be refused (503) once they are used`,
         ),
     });
   });

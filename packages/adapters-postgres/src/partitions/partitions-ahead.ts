@@ -1,9 +1,7 @@
 import { type Kysely, sql } from "kysely";
 import { sqlStateOf } from "../connection/sql-state.js";
+import { POSTS_PARTITION_SPAN } from "../repositories/posts/partition-search.js";
 import type { Database } from "../schema/database.js";
-
-/** How many ids a partition of posts holds (migration 0011). */
-export const POSTS_PARTITION_IDS = 131072;
 
 /** Pause between two runs, in milliseconds. */
 const DEFAULT_INTERVAL_MS = 10_000;
@@ -119,7 +117,7 @@ export class PartitionsAhead {
       const idsLeft = Number(rows[0]?.ids_left ?? 0);
       this.#idsLeft = idsLeft;
       if (made > 0) this.#onMade(made, idsLeft);
-      if (idsLeft < POSTS_PARTITION_IDS) this.#onFewIdsLeft(idsLeft);
+      if (idsLeft < POSTS_PARTITION_SPAN) this.#onFewIdsLeft(idsLeft);
     } catch (error) {
       if (sqlStateOf(error) === SQLSTATE_INSUFFICIENT_PRIVILEGE) this.#closed = true;
       this.#onError(error);

@@ -1,9 +1,9 @@
-import { PartitionsAhead, POSTS_PARTITION_IDS } from "@posts/adapters-postgres";
+import { PartitionsAhead, POSTS_PARTITION_SPAN } from "@posts/adapters-postgres";
 import { sql } from "kysely";
 import { beforeEach, expect, it } from "vitest";
 import { describeOnEachEngine, serverOnly, serverUrl, useTestDatabase } from "../use-test-database.js";
 
-const SPAN = POSTS_PARTITION_IDS;
+const SPAN = POSTS_PARTITION_SPAN;
 
 describeOnEachEngine("the partitions of posts kept ahead on %s", (engine) => {
   const database = useTestDatabase(engine);
