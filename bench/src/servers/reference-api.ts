@@ -84,7 +84,9 @@ const pageText = (before: boolean, byUser: boolean, searching: boolean) => {
   if (searching) {
     const pattern = next();
     // In "C", as the trigram indexes are built and as the service matches.
-    where.push(`(p.title COLLATE "C" ILIKE ${pattern} ESCAPE '\\' OR p.content COLLATE "C" ILIKE ${pattern} ESCAPE '\\')`);
+    where.push(
+      `(p.title COLLATE "C" ILIKE ${pattern} ESCAPE '\\' OR p.content COLLATE "C" ILIKE ${pattern} ESCAPE '\\')`,
+    );
   }
   return (
     `select ${PAGE_COLUMNS} from posts p${where.length > 0 ? ` where ${where.join(" and ")}` : ""} ` +
