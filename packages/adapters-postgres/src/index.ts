@@ -29,6 +29,7 @@ export {
 } from "./events/publisher-lease.js";
 export type { NotificationListener, Notifications } from "./notifications/notifications.js";
 export { PartitionsAhead, type PartitionsAheadOptions } from "./partitions/partitions-ahead.js";
+export { POSTS_PARTITION_SPAN } from "./partitions/post-partitions.js";
 export { CurrentPosts, type CurrentPostsOptions, type ReadTicket } from "./post-cache/current-posts.js";
 export {
   PostCache,
@@ -50,7 +51,6 @@ export {
   PostgresUserRepository,
   type PostgresUserRepositoryOptions,
 } from "./repositories/postgres-user-repository.js";
-export { POSTS_PARTITION_SPAN } from "./repositories/posts/partition-search.js";
 export { DEFAULT_SEARCH_PAGE_MS } from "./repositories/posts/search-pages.js";
 export type {
   AttemptCountsTable,

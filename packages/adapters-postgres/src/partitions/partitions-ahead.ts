@@ -1,7 +1,7 @@
 import { type Kysely, sql } from "kysely";
 import { sqlStateOf } from "../connection/sql-state.js";
-import { POSTS_PARTITION_SPAN } from "../repositories/posts/partition-search.js";
 import type { Database } from "../schema/database.js";
+import { POSTS_PARTITION_SPAN } from "./post-partitions.js";
 
 /** Pause between two runs, in milliseconds. */
 const DEFAULT_INTERVAL_MS = 10_000;

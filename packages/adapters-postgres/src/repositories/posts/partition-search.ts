@@ -1,17 +1,11 @@
 import type { ReadPost, SearchPageQuery } from "@posts/domain";
 import { type Kysely, sql } from "kysely";
 import { type PreparedStatement, prepare } from "../../connection/prepare.js";
+import { POSTS_PARTITION_SPAN, partitionOf } from "../../partitions/post-partitions.js";
 import type { ReadRow } from "../../rows/post-row.js";
 import type { Database } from "../../schema/database.js";
 import { containsPattern, contentOrSizeOf } from "./read-statements.js";
 import { bothVariants, type Variants, variant } from "./variants.js";
-
-/**
- * How many ids each partition of `posts` holds: partition `posts_p<k>` holds the ids from
- * `k * POSTS_PARTITION_SPAN + 1` up to `(k + 1) * POSTS_PARTITION_SPAN`. Fixed by the migration
- * that partitions the table (`0011_posts_partitioned_by_id_ranges`), which writes it out itself.
- */
-export const POSTS_PARTITION_SPAN = 131_072;
 
 /** The values of one partition's statement. */
 interface PartitionValues {
@@ -39,14 +33,6 @@ export interface PartitionMatches {
   readonly posts: ReadPost[];
   /** Absent when the page is full or no older post is left to ask about. */
   readonly resumeBelow?: number;
-}
-
-/**
- * The partition `k` that holds `id`: ids start at 1, and each partition holds
- * {@link POSTS_PARTITION_SPAN} of them.
- */
-export function partitionOf(id: number): number {
-  return Math.floor((id - 1) / POSTS_PARTITION_SPAN);
 }
 
 /**

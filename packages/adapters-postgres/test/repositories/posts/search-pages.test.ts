@@ -11,7 +11,8 @@ import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DIRECT_STATEMENTS } from "../../../src/connection/direct-statements.js";
 import { poolForKysely } from "../../../src/connection/pool-for-kysely.js";
-import { hasTrigrams, lettersOf, partitionOf } from "../../../src/repositories/posts/partition-search.js";
+import { partitionOf } from "../../../src/partitions/post-partitions.js";
+import { hasTrigrams, lettersOf } from "../../../src/repositories/posts/partition-search.js";
 import { nodesOf, type ObservedDatabase, observedDatabase, seedPosts } from "../../seeded-posts.js";
 import { postgres, serverUrl, useTestDatabase } from "../../use-test-database.js";
 
@@ -234,6 +235,8 @@ describeNeeding(postgres, "search pages on a PostgreSQL server", () => {
       "auto_explain.log_format": "json",
       "auto_explain.log_analyze": "on",
       "auto_explain.log_timing": "off",
+      // As the service's pools plan.
+      plan_cache_mode: "force_generic_plan",
       jit_above_cost: 0,
       parallel_setup_cost: 0,
       parallel_tuple_cost: 0,
@@ -282,6 +285,22 @@ describeNeeding(postgres, "search pages on a PostgreSQL server", () => {
         expect(plan).toMatchObject({ jit: false, parallel: false });
         expect(plan.scans.filter((scan) => scan.startsWith("Bitmap Index")).join()).toMatch(/title|content/);
         expect(plan.scans.join()).not.toMatch(/chars|Seq Scan/);
+      }
+      // A post by id: through `posts` until a post was found in its partition, then on the
+      // partition itself (no Append: no lock on every partition); an id past every partition
+      // keeps asking `posts`, and names no table.
+      const lookupPlans = async (id: number) => {
+        plans.length = 0;
+        const post = await posts.findById(id);
+        const nodes = plans.flatMap((plan) => nodesOf(plan.Plan)).map((node) => String(node["Node Type"]));
+        return { found: post?.id, appended: nodes.includes("Append") };
+      };
+      const old = ids[0] as number;
+      expect(await lookupPlans(old)).toEqual({ found: old, appended: true });
+      expect(await lookupPlans(old)).toEqual({ found: old, appended: false });
+      expect(await lookupPlans(ids[1] as number)).toEqual({ found: ids[1], appended: false });
+      for (let round = 0; round < 2; round++) {
+        expect(await lookupPlans(2 ** 40)).toEqual({ found: undefined, appended: true });
       }
       const characters = await partitionScans("z");
       expect(characters).toHaveLength(4);
