@@ -21,6 +21,7 @@ import { hostCheck } from "./http/host-check.js";
 import { jsonObjectValidatorCompiler } from "./http/json-object-validator-compiler.js";
 import { JsonThread } from "./http/json-thread.js";
 import { largeBodies } from "./http/large-bodies.js";
+import { lazyRequestLogger } from "./http/lazy-request-logger.js";
 import { lingeringClose } from "./http/lingering-close.js";
 import { helmetHeaders, securityHeaders } from "./http/security-headers.js";
 import { useStrictUtf8JsonParser } from "./http/strict-utf8-json-parser.js";
@@ -85,6 +86,7 @@ export async function buildHttpApp(options: HttpAppOptions): Promise<FastifyInst
   const app = Fastify({
     ...loggerOptions(options.logger),
     logController: new LogController({ disableRequestLogging: options.logRequests === false }),
+    childLoggerFactory: lazyRequestLogger,
     bodyLimit: options.bodyLimit,
     // Fastify's types omit the hop count, which it accepts (proxy-addr) like a boolean or a list.
     trustProxy: (options.trustProxy ?? false) as boolean | string,

@@ -4,6 +4,7 @@ import type { Logger } from "pino";
 import { boundHeapGrowth, CACHED_HEAP_GROWTH_PERCENT } from "./bound-heap-growth.js";
 import type { AppConfig } from "./config.js";
 import { createContainer, type ServiceResource, TOKENS } from "./container.js";
+import { stopAllocationSitePretenuring } from "./no-pretenuring.js";
 import { openResources } from "./open-resources.js";
 
 /** What `main` may have started before the service, for `serve` to stop with it. */
@@ -69,6 +70,7 @@ export async function serve(config: AppConfig, logger: Logger, extras: ServeExtr
 }
 
 async function start(config: AppConfig, logger: Logger, resources: ServiceResource[], signal: AbortSignal) {
+  stopAllocationSitePretenuring();
   if (config.POST_CACHE_MAX_BYTES > 0) boundHeapGrowth(CACHED_HEAP_GROWTH_PERCENT);
   const container = createContainer(config, logger);
   await openResources(container, { signal, opened: (resource) => resources.push(resource) });

@@ -155,11 +155,11 @@ export const postRoutes: FastifyPluginCallback<RouteContext> = (app, ctx, done) 
     const result = await getPost(deps, id);
     if (!result.ok) return sendDomainError(reply, result.error, sendEnvelope);
     const found = result.value;
-    if (holdsCurrent(request, entityTags.post(found))) {
-      return tagged(reply, entityTags.post(found)).header("cache-control", NO_CACHE).code(304).send();
-    }
+    const tag = entityTags.post(found);
+    if (holdsCurrent(request, tag))
+      return tagged(reply, tag).header("cache-control", NO_CACHE).code(304).send();
     if (isWhole(found)) {
-      tagged(reply, entityTags.post(found)).header("cache-control", NO_CACHE);
+      tagged(reply, tag).header("cache-control", NO_CACHE);
       return sendJson(reply, await serializer.post(found));
     }
     // A large post is read whole only once it fits in the budget, and holds its room until sent.
