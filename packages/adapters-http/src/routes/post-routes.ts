@@ -156,8 +156,9 @@ export const postRoutes: FastifyPluginCallback<RouteContext> = (app, ctx, done) 
     if (!result.ok) return sendDomainError(reply, result.error, sendEnvelope);
     const found = result.value;
     const tag = entityTags.post(found);
-    if (holdsCurrent(request, tag))
+    if (holdsCurrent(request, tag)) {
       return tagged(reply, tag).header("cache-control", NO_CACHE).code(304).send();
+    }
     if (isWhole(found)) {
       tagged(reply, tag).header("cache-control", NO_CACHE);
       return sendJson(reply, await serializer.post(found));
