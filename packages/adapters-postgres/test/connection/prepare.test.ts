@@ -90,6 +90,27 @@ describeNeeding(postgres, "statements compiled once run as named prepared statem
     expect(await preparedOn(handle)).toEqual(first);
   });
 
+  it("parses every execution's rows by its own statement's columns, however often each runs", async () => {
+    const handle = open();
+    // The same column names, of other types: a named statement's parsers are never another's.
+    const typed = prepare(handle.db, (p: { n: number }) =>
+      sql<{
+        big: number;
+        text: string;
+        at: Date;
+      }>`SELECT ${p.n}::int8 AS big, ${p.n}::text AS text, now() AS at`.compile(handle.db),
+    );
+    const asText = prepare(handle.db, (p: { n: number }) =>
+      sql<{ big: string; text: number }>`SELECT ${p.n}::text AS big, ${p.n}::int4 AS text`.compile(handle.db),
+    );
+    for (const n of [1, 2, 3]) {
+      const [row] = await typed({ n });
+      expect(row).toEqual({ big: n, text: String(n), at: expect.any(Date) });
+      expect(await asText({ n })).toEqual([{ big: String(n), text: n }]);
+    }
+    expect((await preparedOn(handle)).length).toBe(2);
+  });
+
   it("answers exactly what the same statements answer unnamed", async () => {
     const namedHandle = open();
     const unnamedHandle = open(false);
