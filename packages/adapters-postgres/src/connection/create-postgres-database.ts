@@ -230,12 +230,6 @@ function openPool(
     // pg sends statement_timeout at connect time; 0 means none, as in PostgreSQL.
     ...(statementTimeout === undefined ? {} : { statement_timeout: statementTimeout }),
     application_name: options.applicationName ?? "posts-service",
-    // Every statement of this adapter is a named one whose plan serves every value. `posts` is
-    // partitioned, and PostgreSQL 15 prices a generic plan of a partitioned table as the sum of
-    // every partition's part, so left to choose it plans afresh at each execution: reading one
-    // post by id cost four times the time of the same read on one table (pgbench, six
-    // partitions). A generic plan prunes the partitions when it runs.
-    options: "-c plan_cache_mode=force_generic_plan",
     // Lets the kernel notice a peer that vanished without closing the connection.
     keepAlive: true,
     types,

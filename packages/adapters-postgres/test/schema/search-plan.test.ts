@@ -37,8 +37,6 @@ describeNeeding(postgres, "search plans on a PostgreSQL server", () => {
       const [statement] = observed.captured;
       if (statement === undefined) throw new Error("no statement was captured");
 
-      // Planned as the service's pools plan every statement: once, for every value.
-      await observed.pool.query("SET plan_cache_mode = force_generic_plan");
       const nodes = await observed.plan(statement);
       const scans = nodes.filter(
         (node) => String(node["Relation Name"]).startsWith("posts") || node["Index Name"] !== undefined,
