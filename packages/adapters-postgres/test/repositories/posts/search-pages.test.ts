@@ -23,12 +23,14 @@ const BUDGET = 1000;
 const NEWER_FROM = 3 * POSTS_PARTITION_SPAN + 1;
 
 // Post g (1 to 2 * POSTS, the newer half in the fourth partition): "very old" in the 5 oldest;
-// "cluster" in 1,000 posts of the oldest partition's middle; "tenth" in one in ten; "fresh" in
+// "cluster" in 1,000 posts of the oldest partition's middle; "tenth" in one in ten, "twentieth"
+// in one in twenty; "fresh" in
 // the newest 50 and the 3 oldest; one character or two found nowhere else ("Z", "qk", "한", and
 // "j" past the first 8,192 characters of a long content).
 const TITLE = `'Post ' || g || CASE WHEN g <= 5 THEN ' Very Old' ELSE '' END
   || CASE WHEN g BETWEEN 1001 AND 2000 THEN ' Cluster' ELSE '' END
   || CASE WHEN g % 10 = 0 THEN ' Tenth' ELSE '' END
+  || CASE WHEN g % 20 = 0 THEN ' Twentieth' ELSE '' END
   || CASE WHEN g > ${2 * POSTS - 50} OR g <= 3 THEN ' Fresh' ELSE '' END
   || CASE WHEN g = 7 THEN ' Z' WHEN g = 8 THEN ' 한' ELSE '' END`;
 const CONTENT = `md5(g::text) || CASE WHEN g = 3 THEN ' only here: very old' WHEN g = 9 THEN ' aqkb'
@@ -191,6 +193,7 @@ describeNeeding(postgres, "search pages on a PostgreSQL server", () => {
       "very old",
       "cluster",
       "tenth",
+      "twentieth",
       "fresh",
       "z",
       "qk",
@@ -274,6 +277,15 @@ describeNeeding(postgres, "search pages on a PostgreSQL server", () => {
               .map((node) => `${node["Node Type"]} ${node["Relation Name"] ?? node["Index Name"]}`),
           }));
       };
+      // One in twenty: the first walk's 15 matches promise the rest of the page in the rest of
+      // the budget, and the walk finds it there; no partition is asked.
+      expect(await partitionScans("twentieth")).toEqual([]);
+      const twentieth = await posts.searchPage({ limit: 21, search: "twentieth" });
+      expect(twentieth.posts.map((post) => post.id)).toEqual(
+        range(2 * POSTS, 2 * POSTS - 400)
+          .filter((g) => g % 20 === 0)
+          .map(byG),
+      );
       const trigrams = await partitionScans("very old");
       // The fourth partition, the two empty ones, then the oldest.
       expect(trigrams.map((plan) => plan.scans.find((scan) => scan.startsWith("Bitmap Heap")))).toEqual(
