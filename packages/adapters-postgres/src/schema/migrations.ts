@@ -10,6 +10,7 @@ import { postEventsCheaperToWriteAndToNumber } from "./migrations/0008-post-even
 import { postEventsWrittenPerStatement } from "./migrations/0009-post-events-written-per-statement.js";
 import { postEventsRecordTheirTransactionsStart } from "./migrations/0010-post-events-record-their-transactions-start.js";
 import { postsPartitionedByIdRanges } from "./migrations/0011-posts-partitioned-by-id-ranges.js";
+import { postCharsEachOnce } from "./migrations/0012-post-chars-each-once.js";
 
 /**
  * Every schema change, by name; Kysely runs them in name order and records each one in
@@ -31,4 +32,5 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   "0009_post_events_written_per_statement": postEventsWrittenPerStatement,
   "0010_post_events_record_their_transactions_start": postEventsRecordTheirTransactionsStart,
   "0011_posts_partitioned_by_id_ranges": postsPartitionedByIdRanges,
+  "0012_post_chars_each_once": postCharsEachOnce,
 };

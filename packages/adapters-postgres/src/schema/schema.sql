@@ -7,7 +7,8 @@ CREATE EXTENSION IF NOT EXISTS pg_trgm WITH SCHEMA public;
 CREATE FUNCTION public.post_chars(title text, content text) RETURNS text[]
     LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
     AS $$
-        SELECT string_to_array(lower(title COLLATE "C") || lower(left(content, 8192) COLLATE "C"), NULL)
+        SELECT tsvector_to_array(array_to_tsvector(
+                 string_to_array(lower(title COLLATE "C") || lower(left(content, 8192) COLLATE "C"), NULL)))
                || CASE WHEN octet_length(content) > 8192 THEN ARRAY['']::text[] ELSE '{}'::text[] END
       $$;
 

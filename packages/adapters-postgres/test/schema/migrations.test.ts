@@ -24,6 +24,7 @@ const ALL = [
   "0009_post_events_written_per_statement",
   "0010_post_events_record_their_transactions_start",
   "0011_posts_partitioned_by_id_ranges",
+  "0012_post_chars_each_once",
 ];
 const TABLES = [
   "attempt_counts",
