@@ -36,14 +36,25 @@ export interface PartitionMatches {
 }
 
 /**
- * Whether the trigram indexes can find the candidates of `search`: it has three letters or digits
- * in a row somewhere, so `pg_trgm` extracts at least one trigram of a word from its pattern.
- * Otherwise (one or two characters, or words of one or two letters among punctuation) the
- * trigram index would answer every post of the partition as a candidate; the index of the posts'
- * characters (`post_chars`) answers such a term instead.
+ * Whether the trigram indexes can find the candidates of `search`: whether `pg_trgm` extracts at
+ * least one trigram from its pattern (`%search%`). It takes each run of letters and digits of the
+ * term as a word, padded with two spaces in front when something other than a letter or digit
+ * precedes it in the term (the word starts there) and one behind when something follows it (the
+ * word ends there), and extracts the trigrams of the padded word: a run of three, or of two that
+ * starts or ends within the term (`ng. 73`: "ng " and " 73", words ending in "ng" and starting
+ * with "73"), or of one that starts within it. From any other term (`ab`, `z`, `3 `) it extracts
+ * none, and the trigram index would answer every post of the partition as a candidate; the index
+ * of the posts' characters (`post_chars`) answers such a term instead. Letters and digits as
+ * Unicode classes them, as `pg_trgm` does in a database of a UTF-8 locale.
  */
 export function hasTrigrams(search: string): boolean {
-  return /[\p{L}\p{N}]{3}/u.test(search);
+  for (const run of search.matchAll(/[\p{L}\p{N}]+/gu)) {
+    const length = [...run[0]].length;
+    const starts = run.index > 0 ? 2 : 0;
+    const ends = run.index + run[0].length < search.length ? 1 : 0;
+    if (length + starts + ends >= 3) return true;
+  }
+  return false;
 }
 
 /**

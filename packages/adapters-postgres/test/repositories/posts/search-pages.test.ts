@@ -37,20 +37,28 @@ const CONTENT = `md5(g::text) || CASE WHEN g = 3 THEN ' only here: very old' WHE
   WHEN g = 11 THEN repeat('x', 10000) || 'j' ELSE '' END`;
 
 describe("the partitions a search asks", () => {
-  it("are found by id, and a term is looked up by trigrams only when it has three letters or digits in a row", () => {
+  it("are found by id, and a term is looked up by trigrams only when pg_trgm extracts one from it", () => {
     expect(
       [1, POSTS_PARTITION_SPAN, POSTS_PARTITION_SPAN + 1, 3 * POSTS_PARTITION_SPAN + 7].map(partitionOf),
     ).toEqual([0, 0, 1, 3]);
-    expect(["abc", "a b c", "ab", "z", "한국어", "x-y-z", "a1b2", "12 345"].map(hasTrigrams)).toEqual([
-      true,
-      false,
-      false,
-      false,
-      true,
-      false,
-      true,
-      true,
-    ]);
+    const terms = {
+      abc: true,
+      ab: false,
+      z: false,
+      한국어: true,
+      a1b2: true,
+      // A word that starts within the term: two spaces in front; one that ends within it: one behind.
+      "a b c": true,
+      "x-y-z": true,
+      "ng. 73": true,
+      " 3": true,
+      "ab ": true,
+      " 한": true,
+      "3 ": false,
+      "a-": false,
+      "-- -": false,
+    };
+    expect(Object.fromEntries(Object.keys(terms).map((term) => [term, hasTrigrams(term)]))).toEqual(terms);
     // As `lower` in "C" folds: ASCII letters only, each character once.
     expect(lettersOf("AaÉé한한 ")).toEqual(["a", "É", "é", "한", " "]);
   });
@@ -200,6 +208,8 @@ describeNeeding(postgres, "search pages on a PostgreSQL server", () => {
       "7",
       "77",
       "777",
+      "t 7",
+      "5 v",
       "한",
       "j",
       "nope",
@@ -319,6 +329,14 @@ describeNeeding(postgres, "search pages on a PostgreSQL server", () => {
         expect(plan).toMatchObject({ jit: false, parallel: false });
         expect(plan.scans.filter((scan) => scan.startsWith("Bitmap Index")).join()).toMatch(/chars/);
         expect(plan.scans.join()).not.toMatch(/title|content|Seq Scan/);
+      }
+      // No three letters or digits in a row, but a word that starts within the term ("  7"):
+      // the trigram indexes.
+      const startOfWord = await partitionScans("t 7");
+      expect(startOfWord).toHaveLength(4);
+      for (const plan of startOfWord) {
+        expect(plan.scans.filter((scan) => scan.startsWith("Bitmap Index")).join()).toMatch(/title|content/);
+        expect(plan.scans.join()).not.toMatch(/chars|Seq Scan/);
       }
     } finally {
       DIRECT_STATEMENTS.delete(server);
