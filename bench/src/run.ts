@@ -19,6 +19,7 @@ import {
   logFile,
   makeFixture,
   newTokenSettings,
+  printTimeTo20,
   publish,
   runScenarios,
   SERVICE_MAIN,
@@ -29,7 +30,7 @@ import {
 } from "./load/harness.js";
 import { measureSearchPages, measureTimeTo20, searchPopulation } from "./load/search-population.js";
 import { seededDatabase, warmDatabase } from "./load/seeded-database.js";
-import { renderSearchPages, renderTimeTo20 } from "./measure/report.js";
+import { renderSearchPages } from "./measure/report.js";
 import { type Options, parseOptions } from "./options.js";
 import { freePorts, type ServerProcess, startServer } from "./servers/server-process.js";
 
@@ -92,6 +93,13 @@ async function runPostgres(options: Options) {
       client,
     );
     const load = `load average ${loadBefore.toFixed(2)} → ${(os.loadavg()[0] ?? 0).toFixed(2)}`;
+    // What a search box waits for, on the same service and seed: the terms of `--search-only`
+    // followed to their first twenty matches, one at a time, the other servers idle. Not for
+    // the self-check (no service), the closed loop (GET one alone) or a run of some scenarios.
+    const followTerms = !options.selfCheck && !options.closedLoop && options.only.length === 0;
+    const timeTo20 = followTerms
+      ? await measureTimeTo20(service.url, await searchPopulation(client, options.posts))
+      : undefined;
     await publish(
       runs,
       options,
@@ -100,6 +108,7 @@ async function runPostgres(options: Options) {
         : `Service vs baseline${withExpress ? " and Express" : ""} on PostgreSQL`,
       serviceName,
       `measured in ${since(measuring)}, ${load}`,
+      timeTo20,
     );
   } finally {
     await stopAll();
@@ -136,11 +145,10 @@ async function runSearchPages(options: Options, env: NodeJS.ProcessEnv, client: 
     console.log(renderSearchPages(timings));
     const following = performance.now();
     const timeTo20 = await measureTimeTo20(service.url, terms);
-    console.log(
-      `\n## Time to the first 20 matches, following nextCursor\n\none term at a time · ` +
-        `measured in ${since(following)}, load average ${(os.loadavg()[0] ?? 0).toFixed(2)}\n`,
+    printTimeTo20(
+      timeTo20,
+      `one term at a time · measured in ${since(following)}, load average ${(os.loadavg()[0] ?? 0).toFixed(2)}`,
     );
-    console.log(renderTimeTo20(timeTo20));
     await keep({ heading, date, options, node: process.version, searchPages: timings, timeTo20 });
   } finally {
     await service.stop();

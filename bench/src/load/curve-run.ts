@@ -13,6 +13,7 @@ import {
   makeFixture,
   measureRounds,
   newTokenSettings,
+  printTimeTo20,
   runLine,
   SERVICE_MAIN,
   serverDatabaseUrl,
@@ -21,6 +22,7 @@ import {
   stopAllOnExit,
 } from "./harness.js";
 import { type Fixture, SCENARIOS, type Scenario } from "./scenarios.js";
+import { measureTimeTo20, searchPopulation } from "./search-population.js";
 import { type SeededDatabase, seededDatabase, warmDatabase } from "./seeded-database.js";
 
 /** One table size of the curve: its database, the service running on it, and what its scenarios know of it. */
@@ -84,7 +86,25 @@ export async function runCurve(options: Options): Promise<void> {
       runs,
     };
     console.log(renderPairedCurve(results));
-    await keep(results);
+    // The terms of each size followed to their first twenty matches, one at a time, each
+    // service alone: what a search box waits for as the table grows.
+    const timeTo20 = {
+      small: await measureTimeTo20(
+        small.server.url,
+        await searchPopulation(small.database.client, small.database.posts),
+      ),
+      large: await measureTimeTo20(
+        large.server.url,
+        await searchPopulation(large.database.client, large.database.posts),
+      ),
+    };
+    for (const [size, side] of [
+      ["small", small],
+      ["large", large],
+    ] as const) {
+      printTimeTo20(timeTo20[size], `the service on ${side.database.posts} posts, one term at a time`);
+    }
+    await keep({ ...results, timeTo20 });
   } finally {
     await stopAll();
     await Promise.all(databases.map((database) => database.client.end()));

@@ -7,7 +7,15 @@ import { fileURLToPath } from "node:url";
 import type pg from "pg";
 import { type BackendCpu, backendCpuBetween, readBackendCpu } from "../measure/backend-cpu.js";
 import { type BenchResults, resultsChartSvg, runDate } from "../measure/charts.js";
-import { judge, type Round, render, renderVerdicts, type ScenarioRuns } from "../measure/report.js";
+import {
+  judge,
+  type Round,
+  render,
+  renderTimeTo20,
+  renderVerdicts,
+  type ScenarioRuns,
+  type TimeTo20,
+} from "../measure/report.js";
 import { CLOSED_LOOP_CONNECTIONS, type Options } from "../options.js";
 import { cpuSeconds, type ServerProcess, sampleMaxRss, tail } from "../servers/server-process.js";
 import { signToken, type TokenSettings } from "../servers/tokens.js";
@@ -394,6 +402,7 @@ export async function publish(
   heading: string,
   serviceName: string,
   context: string,
+  timeTo20?: readonly TimeTo20[],
 ): Promise<void> {
   const connections = options.closedLoop
     ? `closed loop at ${CLOSED_LOOP_CONNECTIONS.join(", ")} connections`
@@ -413,8 +422,28 @@ export async function publish(
   // Without a baseline (the embedded run, where the database also lives in the service's
   // process) the targets do not apply; the figures are for information.
   if (runs.some((r) => r.baseline.length > 0)) console.log(`\n${renderVerdicts(judge(runs))}`);
+  if (timeTo20 !== undefined) {
+    printTimeTo20(timeTo20, `the service on ${options.posts} posts after the scenarios, one term at a time`);
+  }
 
-  await keep({ heading, serviceName, date: new Date().toISOString(), options, node: process.version, runs });
+  await keep({
+    heading,
+    serviceName,
+    date: new Date().toISOString(),
+    options,
+    node: process.version,
+    runs,
+    ...(timeTo20 === undefined ? {} : { timeTo20 }),
+  });
+}
+
+/**
+ * Prints the terms followed to their first twenty matches (`measureTimeTo20`) under its heading,
+ * `context` the line that says on what and how they were measured, and the target's verdict.
+ */
+export function printTimeTo20(results: readonly TimeTo20[], context: string): void {
+  console.log(`\n## Time to the first 20 matches, following nextCursor\n\n${context}\n`);
+  console.log(renderTimeTo20(results));
 }
 
 /**

@@ -28,6 +28,8 @@ export interface LoadResults {
   readonly options: Partial<Options>;
   readonly node: string;
   readonly runs: readonly ScenarioRuns[];
+  /** The search terms followed to their first twenty matches after the scenarios; absent from earlier runs. */
+  readonly timeTo20?: readonly TimeTo20[];
 }
 
 /** What `--search-only` keeps in bench/results/<run>.json (see `keepSearchPages`). */
@@ -63,6 +65,8 @@ export interface CurveResults {
   readonly node: string;
   readonly sizes: { readonly small: CurveSize; readonly large: CurveSize };
   readonly runs: readonly CurveScenarioRuns[];
+  /** The search terms of each size followed to their first twenty matches; absent from earlier runs. */
+  readonly timeTo20?: { readonly small: readonly TimeTo20[]; readonly large: readonly TimeTo20[] };
 }
 
 export type BenchResults = LoadResults | SearchResults | CurveResults;
