@@ -4,6 +4,7 @@ import { describeNeeding } from "@posts/domain/testing/vitest";
 import pg from "pg";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { seed, warmPageCache } from "../src/load/database.js";
+import { postById } from "../src/servers/reference-api.js";
 
 const POSTS = POSTS_PARTITION_SPAN + 2_000;
 
@@ -56,6 +57,21 @@ describeNeeding(await postgresForTests(), "seeding the migrated, partitioned sch
         valid: true,
       })),
     );
+  });
+
+  it("gives the baseline a post by id from its partition, the same row as from posts", async () => {
+    const partitions = new Set([0, 1]);
+    for (const id of [1, POSTS_PARTITION_SPAN, POSTS_PARTITION_SPAN + 1, POSTS]) {
+      const direct = postById(id, partitions);
+      expect(direct.text).toContain(`from posts_p${Math.floor((id - 1) / POSTS_PARTITION_SPAN)} p`);
+      const viaPosts = postById(id);
+      expect(viaPosts.text).toContain("from posts p");
+      const [fromPartition, fromPosts] = await Promise.all([client.query(direct), client.query(viaPosts)]);
+      expect(fromPartition.rows).toHaveLength(1);
+      expect(fromPartition.rows).toEqual(fromPosts.rows);
+    }
+    // A partition the set does not name: read through posts.
+    expect(postById(3 * POSTS_PARTITION_SPAN + 1, partitions).name).toBe("post_by_id");
   });
 
   it("warms the partitions and their indexes, which hold the blocks", async () => {

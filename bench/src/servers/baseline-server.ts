@@ -57,6 +57,15 @@ const pool = new pg.Pool({
   connectionString: env.DATABASE_URL,
   max: Number(env.DB_POOL_SIZE ?? 10),
 });
+/** The partitions of `posts` (k of each `posts_p<k>`) when it is partitioned, read once: a post by id is read from its partition (`postById`). */
+const partitions = new Set(
+  (
+    await pool.query<{ k: number }>(
+      "select substr(c.relname, 8)::int as k from pg_inherits i join pg_class c on c.oid = i.inhrelid " +
+        "where i.inhparent = 'posts'::regclass",
+    )
+  ).rows.map((row) => row.k),
+);
 
 // --- tokens: HS256 by hand, the checks the contract lists ---------------------------------
 
@@ -157,7 +166,7 @@ app.get<{ Params: { id: string } }>(
   async (request, reply) => {
     const id = parseId(request.params.id);
     if (id === undefined) return reply.code(404).type("text/plain; charset=utf-8").send(NOT_FOUND);
-    const { rows } = await pool.query<PostRow>(postById(id));
+    const { rows } = await pool.query<PostRow>(postById(id, partitions));
     const row = rows[0];
     if (row === undefined) return reply.code(404).type("text/plain; charset=utf-8").send(NOT_FOUND);
     return toWire(row);

@@ -7,6 +7,7 @@
  * Every statement comes with a name that always means the same text, for the server that
  * prepares its statements by name; the other sends `text` and `values` only.
  */
+import { POSTS_PARTITION_SPAN } from "@posts/adapters-postgres";
 import { decodeCursor, encodeCursor, parseId } from "@posts/domain";
 
 export const NOT_FOUND = "게시글을 찾을 수 없습니다.";
@@ -62,12 +63,21 @@ export const isText = (v: unknown): v is string =>
   typeof v === "string" && v.trim() !== "" && !v.includes("\u0000") && v.isWellFormed();
 export const isTitle = (v: unknown): v is string => isText(v) && [...v].length <= 255;
 
-export function postById(id: number): Statement {
+/**
+ * A post by id, from `posts`, or from the partition that holds the id when `partitions` (each
+ * `posts_p<k>` that exists, by k) has it: PostgreSQL 15 plans a statement of a partitioned table
+ * afresh at each execution (pruning runs at planning), which costs a lone lookup more than the
+ * lookup itself, and the service reads the partition for that reason; the baseline, the limit of
+ * the stack, does too.
+ */
+export function postById(id: number, partitions?: ReadonlySet<number>): Statement {
+  const k = Math.floor((id - 1) / POSTS_PARTITION_SPAN);
+  const direct = partitions?.has(k) === true;
   return {
-    name: "post_by_id",
+    name: direct ? `post_by_id_p${k}` : "post_by_id",
     text:
       "select p.id, p.title, p.content, p.created_at, p.updated_at, p.user_id, u.email " +
-      "from posts p join users u on u.id = p.user_id where p.id = $1",
+      `from ${direct ? `posts_p${k}` : "posts"} p join users u on u.id = p.user_id where p.id = $1`,
     values: [id],
   };
 }
