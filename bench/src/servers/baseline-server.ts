@@ -57,7 +57,10 @@ const pool = new pg.Pool({
   connectionString: env.DATABASE_URL,
   max: Number(env.DB_POOL_SIZE ?? 10),
 });
-/** The partitions of `posts` (k of each `posts_p<k>`) when it is partitioned, read once: a post by id is read from its partition (`postById`). */
+/**
+ * The partitions of `posts` (k of each `posts_p<k>`) when it is partitioned, read once at start:
+ * a post by id is read from its partition (`postById`).
+ */
 const partitions = new Set(
   (
     await pool.query<{ k: number }>(

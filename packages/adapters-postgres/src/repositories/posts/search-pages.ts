@@ -40,14 +40,15 @@ const WALK_ON_MARGIN = 2;
  *
  * On a PostgreSQL server a page walks at most 300 posts ({@link FIRST_WALK}), which fills the
  * page of any common term, walks on through the rest of its budget when the matches it found
- * promise to fill the page there ({@link WALK_ON_MARGIN}), and then asks the partitions of `posts` below where the walk stopped,
- * newest first, one statement each, through the partition's trigram indexes or, for a term
- * without a trigram, its index of characters (`PartitionSearch`): each statement's work is
- * bounded by its partition's posts, and the page goes on to the next partition until it is full,
- * the oldest partition was asked, or `pageMs` have passed (then it continues below the last
- * partition asked). A term whose matches are few, old, or in one stretch of ids anywhere is then
- * answered in one page: the partitions without matches cost a few index pages each. On PGlite
- * (one connection, in this process) a page is one walk of the whole budget.
+ * promise to fill the page there ({@link WALK_ON_MARGIN}), and then asks the partitions of
+ * `posts` below where the walk stopped, newest first, one statement each, through the
+ * partition's trigram indexes or, for a term without a trigram, its index of characters
+ * (`PartitionSearch`): each statement's work is bounded by its partition's posts, and the page
+ * goes on to the next partition until it is full, the oldest partition was asked, or `pageMs`
+ * have passed (then it continues below the last partition asked). A term whose matches are few,
+ * old, or in one stretch of ids anywhere is then answered in one page: the partitions without
+ * matches cost a few index pages each. On PGlite (one connection, in this process) a page is one
+ * walk of the whole budget.
  *
  * Both match in the "C" collation, which folds ASCII letters only, as the port's narrowest
  * reading and the in-memory store do: in a database of another locale ILIKE lower-cases each post
