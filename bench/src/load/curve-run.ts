@@ -2,6 +2,7 @@ import { existsSync } from "node:fs";
 import os from "node:os";
 import type { CurveResults, CurveScenarioRuns } from "../measure/charts.js";
 import { CURVE_SCENARIOS, renderPairedCurve } from "../measure/curve.js";
+import type { TimeTo20 } from "../measure/report.js";
 import { type Options, sizeLabel } from "../options.js";
 import { freePorts, type ServerProcess, startServer } from "../servers/server-process.js";
 import type { TokenSettings } from "../servers/tokens.js";
@@ -63,6 +64,20 @@ export async function runCurve(options: Options): Promise<void> {
     }
     log(servers.map((s) => `${s.name} pid ${s.pid} at ${s.url}`).join(", "));
 
+    // The terms of each size followed to their first twenty matches, one at a time, each
+    // service alone, before the scenarios write posts at the newest end, where every search
+    // starts (once unmeasured, to compile the code and read the pages into PostgreSQL's buffers):
+    // what a search box waits for as the table grows.
+    const timeTo20 = { small: [] as TimeTo20[], large: [] as TimeTo20[] };
+    for (const [size, side] of [
+      ["small", sides[0]],
+      ["large", sides[1]],
+    ] as const) {
+      if (side === undefined) continue;
+      const terms = await searchPopulation(side.database.client, side.database.posts);
+      await measureTimeTo20(side.server.url, terms);
+      timeTo20[size] = await measureTimeTo20(side.server.url, terms);
+    }
     const measuring = performance.now();
     const loadBefore = os.loadavg()[0] ?? 0;
     const runs: CurveScenarioRuns[] = [];
@@ -86,18 +101,6 @@ export async function runCurve(options: Options): Promise<void> {
       runs,
     };
     console.log(renderPairedCurve(results));
-    // The terms of each size followed to their first twenty matches, one at a time, each
-    // service alone: what a search box waits for as the table grows.
-    const timeTo20 = {
-      small: await measureTimeTo20(
-        small.server.url,
-        await searchPopulation(small.database.client, small.database.posts),
-      ),
-      large: await measureTimeTo20(
-        large.server.url,
-        await searchPopulation(large.database.client, large.database.posts),
-      ),
-    };
     for (const [size, side] of [
       ["small", small],
       ["large", large],

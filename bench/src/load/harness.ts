@@ -423,7 +423,7 @@ export async function publish(
   // process) the targets do not apply; the figures are for information.
   if (runs.some((r) => r.baseline.length > 0)) console.log(`\n${renderVerdicts(judge(runs))}`);
   if (timeTo20 !== undefined) {
-    printTimeTo20(timeTo20, `the service on ${options.posts} posts after the scenarios, one term at a time`);
+    printTimeTo20(timeTo20, `the service on ${options.posts} posts before the scenarios, one term at a time`);
   }
 
   await keep({
