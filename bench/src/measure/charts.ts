@@ -28,7 +28,7 @@ export interface LoadResults {
   readonly options: Partial<Options>;
   readonly node: string;
   readonly runs: readonly ScenarioRuns[];
-  /** The search terms followed to their first twenty matches after the scenarios; absent from earlier runs. */
+  /** The search terms followed to their first twenty matches before the scenarios; absent from earlier runs. */
   readonly timeTo20?: readonly TimeTo20[];
 }
 
