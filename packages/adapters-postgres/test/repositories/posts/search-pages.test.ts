@@ -24,9 +24,8 @@ const NEWER_FROM = 3 * POSTS_PARTITION_SPAN + 1;
 
 // Post g (1 to 2 * POSTS, the newer half in the fourth partition): "very old" in the 5 oldest;
 // "cluster" in 1,000 posts of the oldest partition's middle; "tenth" in one in ten, "twentieth"
-// in one in twenty; "fresh" in
-// the newest 50 and the 3 oldest; one character or two found nowhere else ("Z", "qk", "한", and
-// "j" past the first 8,192 characters of a long content).
+// in one in twenty; "fresh" in the newest 50 and the 3 oldest; one character or two found
+// nowhere else ("Z", "qk", "한", and "j" past the first 8,192 characters of a long content).
 const TITLE = `'Post ' || g || CASE WHEN g <= 5 THEN ' Very Old' ELSE '' END
   || CASE WHEN g BETWEEN 1001 AND 2000 THEN ' Cluster' ELSE '' END
   || CASE WHEN g % 10 = 0 THEN ' Tenth' ELSE '' END
