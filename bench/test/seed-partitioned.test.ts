@@ -1,4 +1,4 @@
-import { migrateToLatest, POSTS_PARTITION_SPAN } from "@posts/adapters-postgres";
+import { migrateToLatest, POSTS_PARTITION_SPAN, partitionOf } from "@posts/adapters-postgres";
 import { openTestDatabase, postgresForTests, type TestDatabase } from "@posts/adapters-postgres/testing";
 import { describeNeeding } from "@posts/domain/testing/vitest";
 import pg from "pg";
@@ -63,7 +63,7 @@ describeNeeding(await postgresForTests(), "seeding the migrated, partitioned sch
     const partitions = new Set([0, 1]);
     for (const id of [1, POSTS_PARTITION_SPAN, POSTS_PARTITION_SPAN + 1, POSTS]) {
       const direct = postById(id, partitions);
-      expect(direct.text).toContain(`from posts_p${Math.floor((id - 1) / POSTS_PARTITION_SPAN)} p`);
+      expect(direct.text).toContain(`from posts_p${partitionOf(id)} p`);
       const viaPosts = postById(id);
       expect(viaPosts.text).toContain("from posts p");
       const [fromPartition, fromPosts] = await Promise.all([client.query(direct), client.query(viaPosts)]);

@@ -68,12 +68,13 @@ export async function runCurve(options: Options): Promise<void> {
     // service alone, before the scenarios write posts at the newest end, where every search
     // starts (once unmeasured, to compile the code and read the pages into PostgreSQL's buffers):
     // what a search box waits for as the table grows.
+    const [small, large] = sides as [Side, Side];
+    const bySize = [
+      ["small", small],
+      ["large", large],
+    ] as const;
     const timeTo20 = { small: [] as TimeTo20[], large: [] as TimeTo20[] };
-    for (const [size, side] of [
-      ["small", sides[0]],
-      ["large", sides[1]],
-    ] as const) {
-      if (side === undefined) continue;
+    for (const [size, side] of bySize) {
       const terms = await searchPopulation(side.database.client, side.database.posts);
       await measureTimeTo20(side.server.url, terms);
       timeTo20[size] = await measureTimeTo20(side.server.url, terms);
@@ -83,7 +84,6 @@ export async function runCurve(options: Options): Promise<void> {
     const runs: CurveScenarioRuns[] = [];
     for (const scenario of scenarios) runs.push(await measureCurveScenario(scenario, sides, options));
     const load = `load average ${loadBefore.toFixed(2)} → ${(os.loadavg()[0] ?? 0).toFixed(2)}`;
-    const [small, large] = sides as [Side, Side];
     const sizes = { small: sizeOf(small), large: sizeOf(large) };
     const heading =
       `The curve on PostgreSQL: the service on ${sizes.small.posts.toLocaleString("en-US")} and ` +
@@ -101,10 +101,7 @@ export async function runCurve(options: Options): Promise<void> {
       runs,
     };
     console.log(renderPairedCurve(results));
-    for (const [size, side] of [
-      ["small", small],
-      ["large", large],
-    ] as const) {
+    for (const [size, side] of bySize) {
       printTimeTo20(timeTo20[size], `the service on ${side.database.posts} posts, one term at a time`);
     }
     await keep({ ...results, timeTo20 });

@@ -7,7 +7,7 @@
  * Every statement comes with a name that always means the same text, for the server that
  * prepares its statements by name; the other sends `text` and `values` only.
  */
-import { POSTS_PARTITION_SPAN } from "@posts/adapters-postgres";
+import { partitionOf } from "@posts/adapters-postgres";
 import { decodeCursor, encodeCursor, parseId } from "@posts/domain";
 
 export const NOT_FOUND = "게시글을 찾을 수 없습니다.";
@@ -71,7 +71,7 @@ export const isTitle = (v: unknown): v is string => isText(v) && [...v].length <
  * the stack, does too.
  */
 export function postById(id: number, partitions?: ReadonlySet<number>): Statement {
-  const k = Math.floor((id - 1) / POSTS_PARTITION_SPAN);
+  const k = partitionOf(id);
   const direct = partitions?.has(k) === true;
   return {
     name: direct ? `post_by_id_p${k}` : "post_by_id",

@@ -29,7 +29,7 @@ export {
 } from "./events/publisher-lease.js";
 export type { NotificationListener, Notifications } from "./notifications/notifications.js";
 export { PartitionsAhead, type PartitionsAheadOptions } from "./partitions/partitions-ahead.js";
-export { POSTS_PARTITION_SPAN } from "./partitions/post-partitions.js";
+export { POSTS_PARTITION_SPAN, partitionOf } from "./partitions/post-partitions.js";
 export { CurrentPosts, type CurrentPostsOptions, type ReadTicket } from "./post-cache/current-posts.js";
 export {
   PostCache,

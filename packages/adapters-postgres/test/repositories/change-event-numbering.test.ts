@@ -150,18 +150,20 @@ describeNeeding(postgres, "numbering change events on PostgreSQL, under interlea
       // server's); a scan marks their index entries dead only then. Another suite's long
       // statement (an index built on a seed) would otherwise keep every entry in the scan.
       const numberedAt = (await query<{ now: Date }>(3, "SELECT clock_timestamp() AS now"))[0]?.now;
-      for (let waited = 0; ; waited += 100) {
-        const [older] = await query<{ count: string }>(
-          3,
-          `SELECT count(*) AS count FROM pg_stat_activity
-            WHERE pid <> pg_backend_pid() AND backend_xmin IS NOT NULL AND xact_start < $1`,
-          [numberedAt],
-        );
-        if (Number(older?.count ?? 0) === 0) break;
-        if (waited > 120_000)
-          throw new Error("another transaction held the server's horizon for two minutes");
-        await new Promise((resolve) => setTimeout(resolve, 100));
-      }
+      await vi.waitFor(
+        async () => {
+          const [older] = await query<{ count: string }>(
+            3,
+            `SELECT count(*) AS count FROM pg_stat_activity
+              WHERE pid <> pg_backend_pid() AND backend_xmin IS NOT NULL AND xact_start < $1`,
+            [numberedAt],
+          );
+          if (Number(older?.count ?? 0) !== 0) {
+            throw new Error("another transaction held the server's horizon for two minutes");
+          }
+        },
+        { timeout: 120_000, interval: 100 },
+      );
       const stats = async () =>
         (
           await query<{ scans: string; blocks: string }>(

@@ -172,9 +172,9 @@ export class ReadStatements {
     // generic plan of a partitioned table as the sum of every partition's part, so a statement of
     // `posts` is planned afresh at each execution (GET by id on six partitions: two fifths of the
     // statements a second of the same read on one partition, pgbench), and a generic one would
-    // lock every partition at each execution before pruning them. A partition's statement is made only for a partition that
-    // held a post, so that no id a client sends names a table that is not there, and the
-    // statements stay as many as the partitions.
+    // lock every partition at each execution before pruning them. A partition's statement is
+    // made only for a partition that held a post, so that no id a client sends names a table
+    // that is not there, and the statements stay as many as the partitions.
     const byId = (from: "posts") =>
       prepare(
         db,

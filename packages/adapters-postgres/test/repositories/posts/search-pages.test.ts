@@ -3,6 +3,7 @@ import {
   type Database,
   POSTS_PARTITION_SPAN,
   PostgresPostRepository,
+  partitionOf,
 } from "@posts/adapters-postgres";
 import { encodeCursor, listPosts, type SearchPageQuery } from "@posts/domain";
 import { describeNeeding } from "@posts/domain/testing/vitest";
@@ -11,7 +12,6 @@ import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DIRECT_STATEMENTS } from "../../../src/connection/direct-statements.js";
 import { poolForKysely } from "../../../src/connection/pool-for-kysely.js";
-import { partitionOf } from "../../../src/partitions/post-partitions.js";
 import { hasTrigrams, lettersOf } from "../../../src/repositories/posts/partition-search.js";
 import { nodesOf, type ObservedDatabase, observedDatabase, seedPosts } from "../../seeded-posts.js";
 import { postgres, serverUrl, useTestDatabase } from "../../use-test-database.js";
