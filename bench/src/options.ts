@@ -94,9 +94,10 @@ const HELP = `Usage: pnpm bench [-- options]
                         against 1.3x; scenarios get-one, list-first, list-deep, list-cold,
                         search-rare, search-common, search-korean, create (--only picks among them)
   --curve-posts N       posts of the curve's larger database (default 10000000)
-  --closed-loop         GET one alone at 1, 32 and 64 connections, one 8 s slice per server and
-                        round, 5 rounds (--rounds, --duration set them); p50 at 1 connection and
-                        req/s at 32 and 64 judged against the baseline
+  --closed-loop         GET one alone at 1, 32 and 64 connections, driven by wrk (Debian package
+                        wrk), one 8 s slice per server and round, 5 rounds (--rounds, --duration
+                        set them); p50 at 1 connection and req/s at 32 and 64 judged against the
+                        baseline
   --only a,b            scenarios to run (get-one, get-304, list-first, list-deep, list-depth,
                         list-user, list-cold, search-rare, search-common, search-korean, create,
                         create-key, patch, login)
