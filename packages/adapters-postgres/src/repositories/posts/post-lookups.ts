@@ -10,7 +10,7 @@ const MAX_BATCH = 128;
 
 /**
  * Reads of one post by id, coalesced: the lookups that arrive in one turn of the event loop go
- * to the database as one statement (`id = ANY($1)`), a lone one as the plain lookup by id.
+ * to the database as one statement (`ReadStatements.byIds`), a lone one as the plain lookup by id.
  *
  * Why: a GET of one post is a statement of its own per request, and PostgreSQL's fixed cost per
  * statement (its round trip, parse of the message, executor start-up and the protocol's own

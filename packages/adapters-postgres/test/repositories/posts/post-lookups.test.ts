@@ -43,7 +43,7 @@ describeOnEachEngine("lookups of one post by id on %s", (engine) => {
     const found = await Promise.all(asked.map((id) => posts.findById(id)));
 
     expect(texts).toHaveLength(1);
-    expect(texts[0]).toMatch(/= ANY\(/i);
+    expect(texts[0]).toMatch(/IN \(SELECT unnest\(/i);
     expect(found.map((post) => post?.id)).toEqual([ids[3], ids[0], undefined, ids[3], ids[4]]);
     expect(found.map((post) => post?.title)).toEqual(["post 3", "post 0", undefined, "post 3", "post 4"]);
     expect(found[0]?.author).toEqual({ id: expect.any(Number), email });
@@ -56,7 +56,7 @@ describeOnEachEngine("lookups of one post by id on %s", (engine) => {
     expect((await posts.findById(ids[2] as number))?.title).toBe("post 2");
     expect(await posts.findById(Math.max(...ids) + 1000)).toBeUndefined();
     expect(texts).toHaveLength(3);
-    for (const text of texts) expect(text).not.toMatch(/ANY\(/i);
+    for (const text of texts) expect(text).not.toMatch(/unnest\(/i);
   });
 
   it("sees a change committed before the lookup was asked for, even within a batch", async () => {
