@@ -63,10 +63,11 @@ export interface Options {
 
 /**
  * The connections `--closed-loop` measures GET one at, in the order measured: the bench's 64, a
- * harness's 32, and one alone (nothing to gather). Busiest first: each server's code is then
- * compiled hot before the lone connection, at a few hundred requests a second, measures its latency.
+ * harness's 32, a few clients (8, each statement gathering a few reads; measured, not judged),
+ * and one alone (nothing to gather). Busiest first: each server's code is then compiled hot
+ * before the lone connection, at a few hundred requests a second, measures its latency.
  */
-export const CLOSED_LOOP_CONNECTIONS: readonly number[] = [64, 32, 1];
+export const CLOSED_LOOP_CONNECTIONS: readonly number[] = [64, 32, 8, 1];
 
 const HELP = `Usage: pnpm bench [-- options]
 
@@ -94,7 +95,7 @@ const HELP = `Usage: pnpm bench [-- options]
                         against 1.3x; scenarios get-one, list-first, list-deep, list-cold,
                         search-rare, search-common, search-korean, create (--only picks among them)
   --curve-posts N       posts of the curve's larger database (default 10000000)
-  --closed-loop         GET one alone at 1, 32 and 64 connections, driven by wrk (Debian package
+  --closed-loop         GET one alone at 64, 32, 8 and 1 connections, driven by wrk (Debian package
                         wrk), one 8 s slice per server and round, 5 rounds (--rounds, --duration
                         set them); p50 at 1 connection and req/s at 32 and 64 judged against the
                         baseline

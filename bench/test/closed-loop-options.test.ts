@@ -12,7 +12,7 @@ describe("--closed-loop", () => {
 
   it("measures GET one at each number of connections, the busiest first", () => {
     const scenarios = closedLoopScenarios(CLOSED_LOOP_CONNECTIONS);
-    expect(scenarios.map((s) => s.name)).toEqual(["get-one-c64", "get-one-c32", "get-one-c1"]);
+    expect(scenarios.map((s) => s.name)).toEqual(["get-one-c64", "get-one-c32", "get-one-c8", "get-one-c1"]);
     const fixture = {
       users: 1,
       posts: 10,
@@ -22,7 +22,7 @@ describe("--closed-loop", () => {
       searchConnections: 16,
     };
     const prepared = scenarios.map((s) => s.prepare(fixture, "http://127.0.0.1:1"));
-    expect(prepared.map((p) => ("workload" in p ? p.workload.connections : undefined))).toEqual([64, 32, 1]);
+    expect(prepared.map((p) => ("workload" in p ? p.workload.connections : undefined))).toEqual([64, 32, 8, 1]);
   });
 
   it("runs beside no other mode and no choice of scenarios", () => {
