@@ -22,7 +22,9 @@ describe("--closed-loop", () => {
       searchConnections: 16,
     };
     const prepared = scenarios.map((s) => s.prepare(fixture, "http://127.0.0.1:1"));
-    expect(prepared.map((p) => ("workload" in p ? p.workload.connections : undefined))).toEqual([64, 32, 8, 1]);
+    expect(prepared.map((p) => ("workload" in p ? p.workload.connections : undefined))).toEqual([
+      64, 32, 8, 1,
+    ]);
   });
 
   it("runs beside no other mode and no choice of scenarios", () => {
