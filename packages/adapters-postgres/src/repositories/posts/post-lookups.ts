@@ -4,13 +4,17 @@ import type { ReadRow } from "../../rows/post-row.js";
 import type { ReadStatements } from "./read-statements.js";
 import { turnBatches } from "./turn-batches.js";
 
-// Enough for every request one turn of the event loop can bring at the service's concurrency,
-// and a statement whose array parameter stays small.
-const MAX_BATCH = 128;
+// A turn's lookups go in statements of at most 16, sent together on as many connections.
+// PostgreSQL reads them on both cores at once and their answers come back apart, so the service
+// answers the first while the others are still read; one statement for the whole turn made the
+// service, PostgreSQL and the clients take turns with the whole batch (GET one in a closed loop
+// of 32 and 64 connections: bench/RESULTS.md). Statements of 8 cost PostgreSQL more for no more.
+const MAX_BATCH = 16;
 
 /**
  * Reads of one post by id, coalesced: the lookups that arrive in one turn of the event loop go
- * to the database as one statement (`ReadStatements.byIds`), a lone one as the plain lookup by id.
+ * to the database as statements of at most 16 (`ReadStatements.byIds`), a lone one as the plain
+ * lookup by id.
  *
  * Why: a GET of one post is a statement of its own per request, and PostgreSQL's fixed cost per
  * statement (its round trip, parse of the message, executor start-up and the protocol's own

@@ -49,6 +49,15 @@ describeOnEachEngine("lookups of one post by id on %s", (engine) => {
     expect(found[0]?.author).toEqual({ id: expect.any(Number), email });
   });
 
+  it("splits a turn's lookups into statements of at most 16, each lookup answered by its own", async () => {
+    const { posts, ids, texts } = await setUp();
+    texts.length = 0;
+    const asked = Array.from({ length: 20 }, (_, i) => ids[i % ids.length] as number);
+    const found = await Promise.all(asked.map((id) => posts.findById(id)));
+    expect(texts).toHaveLength(2);
+    expect(found.map((post) => post?.id)).toEqual(asked);
+  });
+
   it("sends a lone lookup as the plain statement by id, and each later turn its own statement", async () => {
     const { posts, ids, texts } = await setUp();
     texts.length = 0;
