@@ -92,12 +92,13 @@ export interface PostgresPostRepositoryOptions {
 /**
  * `PostRepository` on PostgreSQL (a server through `pg`, or PGlite): a facade over rooms of one
  * concern each, in `posts/`: the reads a standby may answer (`ReadStatements`), lookups by id
- * coalesced into one statement per turn of the event loop (`PostLookups`), pages through the
- * cache (`CachedPages`), search pages of bounded work (`SearchPages`), plain and idempotent creation, and the owned writes with their failure
- * diagnosis (`OwnedWrites`). Every change is one statement, so each is atomic without an explicit
- * transaction (an idempotent creation whose key is taken decides in a second statement). Every
- * statement is compiled once, when the repository is made (a page size's on first use). Expects a
- * `Kysely` from `createPostgresDatabase` or `createPgliteDatabase` on a database migrated with
+ * coalesced into statements of at most 16 per turn of the event loop (`PostLookups`), pages
+ * through the cache (`CachedPages`), search pages of bounded work (`SearchPages`), plain and
+ * idempotent creation, and the owned writes with their failure diagnosis (`OwnedWrites`). Every
+ * change is one statement, so each is atomic without an explicit transaction (an idempotent
+ * creation whose key is taken decides in a second statement). Every statement is compiled once,
+ * when the repository is made (a page size's on first use). Expects a `Kysely` from
+ * `createPostgresDatabase` or `createPgliteDatabase` on a database migrated with
  * `migrateToLatest`, not a transaction: a statement that fails on a taken idempotency key would
  * abort it.
  */
