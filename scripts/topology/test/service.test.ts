@@ -100,9 +100,12 @@ afterAll(async () => {
   }
 });
 
+/** The log of instance `index` (0, 1, 2), where the topology's processes write theirs. */
+const instanceLog = (index: number) => join(topology.dir, `instance${index + 1}.log`);
+
 /** Where each instance's log ends now: what {@link loggedSince} reads from. */
 function logEnds(): number[] {
-  return PORTS.instances.map((_, index) => statSync(join(topology.dir, `instance${index + 1}.log`)).size);
+  return PORTS.instances.map((_, index) => statSync(instanceLog(index)).size);
 }
 
 /**
@@ -113,7 +116,7 @@ function logEnds(): number[] {
 function loggedSince(ends: readonly number[]): string {
   const lines: string[] = [];
   PORTS.instances.forEach((_, index) => {
-    const log = readFileSync(join(topology.dir, `instance${index + 1}.log`)).subarray(ends[index] ?? 0);
+    const log = readFileSync(instanceLog(index)).subarray(ends[index] ?? 0);
     for (const line of log.toString("utf8").split("\n")) {
       // A line still being written when the log was read does not end with "}".
       if (!line.startsWith("{") || !line.endsWith("}")) continue;
