@@ -11,6 +11,7 @@ import { postEventsWrittenPerStatement } from "./migrations/0009-post-events-wri
 import { postEventsRecordTheirTransactionsStart } from "./migrations/0010-post-events-record-their-transactions-start.js";
 import { postsPartitionedByIdRanges } from "./migrations/0011-posts-partitioned-by-id-ranges.js";
 import { postCharsEachOnce } from "./migrations/0012-post-chars-each-once.js";
+import { postWordPairs } from "./migrations/0013-post-word-pairs.js";
 
 /**
  * Every schema change, by name; Kysely runs them in name order and records each one in
@@ -33,4 +34,5 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   "0010_post_events_record_their_transactions_start": postEventsRecordTheirTransactionsStart,
   "0011_posts_partitioned_by_id_ranges": postsPartitionedByIdRanges,
   "0012_post_chars_each_once": postCharsEachOnce,
+  "0013_post_word_pairs": postWordPairs,
 };

@@ -50,6 +50,17 @@ CREATE FUNCTION public.post_events_record_updated() RETURNS trigger
     END
     $$;
 
+CREATE FUNCTION public.post_word_pairs(title text, content text) RETURNS text[]
+    LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+    AS $$
+        SELECT coalesce(tsvector_to_array(array_to_tsvector(array_agg(right(a, 3) || ' ' || left(b, 3)))),
+                        '{}'::text[])
+               || CASE WHEN octet_length(content) > 8192 THEN ARRAY['']::text[] ELSE '{}'::text[] END
+          FROM (VALUES (title), (left(content, 8192))) AS t (x),
+               LATERAL (SELECT array_remove(string_to_array(lower(x COLLATE "C"), ' '), '') AS w) AS words,
+               LATERAL unnest(w[1:cardinality(w) - 1], w[2:]) AS pair (a, b)
+      $$;
+
 CREATE FUNCTION public.posts_partition_ids_left() RETURNS bigint
     LANGUAGE sql
     AS $_$
@@ -236,6 +247,10 @@ CREATE INDEX posts_p0_content_idx ON public.posts_p0 USING gin (content COLLATE 
 
 CREATE INDEX posts_p0_post_chars_idx ON public.posts_p0 USING gin (public.post_chars((title)::text, content));
 
+CREATE INDEX posts_word_pairs_idx ON ONLY public.posts USING gin (public.post_word_pairs((title)::text, content));
+
+CREATE INDEX posts_p0_post_word_pairs_idx ON public.posts_p0 USING gin (public.post_word_pairs((title)::text, content));
+
 CREATE INDEX posts_title_trgm_idx ON ONLY public.posts USING gin (title COLLATE "C" public.gin_trgm_ops);
 
 CREATE INDEX posts_p0_title_idx ON public.posts_p0 USING gin (title COLLATE "C" public.gin_trgm_ops);
@@ -248,6 +263,8 @@ CREATE INDEX posts_p1_content_idx ON public.posts_p1 USING gin (content COLLATE 
 
 CREATE INDEX posts_p1_post_chars_idx ON public.posts_p1 USING gin (public.post_chars((title)::text, content));
 
+CREATE INDEX posts_p1_post_word_pairs_idx ON public.posts_p1 USING gin (public.post_word_pairs((title)::text, content));
+
 CREATE INDEX posts_p1_title_idx ON public.posts_p1 USING gin (title COLLATE "C" public.gin_trgm_ops);
 
 CREATE INDEX posts_p1_user_id_id_updated_at_idx ON public.posts_p1 USING btree (user_id, id DESC) INCLUDE (updated_at);
@@ -255,6 +272,8 @@ CREATE INDEX posts_p1_user_id_id_updated_at_idx ON public.posts_p1 USING btree (
 CREATE INDEX posts_p2_content_idx ON public.posts_p2 USING gin (content COLLATE "C" public.gin_trgm_ops);
 
 CREATE INDEX posts_p2_post_chars_idx ON public.posts_p2 USING gin (public.post_chars((title)::text, content));
+
+CREATE INDEX posts_p2_post_word_pairs_idx ON public.posts_p2 USING gin (public.post_word_pairs((title)::text, content));
 
 CREATE INDEX posts_p2_title_idx ON public.posts_p2 USING gin (title COLLATE "C" public.gin_trgm_ops);
 
@@ -268,6 +287,8 @@ ALTER INDEX public.posts_pkey ATTACH PARTITION public.posts_p0_pkey;
 
 ALTER INDEX public.posts_chars_idx ATTACH PARTITION public.posts_p0_post_chars_idx;
 
+ALTER INDEX public.posts_word_pairs_idx ATTACH PARTITION public.posts_p0_post_word_pairs_idx;
+
 ALTER INDEX public.posts_title_trgm_idx ATTACH PARTITION public.posts_p0_title_idx;
 
 ALTER INDEX public.posts_user_id_id_idx ATTACH PARTITION public.posts_p0_user_id_id_updated_at_idx;
@@ -278,6 +299,8 @@ ALTER INDEX public.posts_pkey ATTACH PARTITION public.posts_p1_pkey;
 
 ALTER INDEX public.posts_chars_idx ATTACH PARTITION public.posts_p1_post_chars_idx;
 
+ALTER INDEX public.posts_word_pairs_idx ATTACH PARTITION public.posts_p1_post_word_pairs_idx;
+
 ALTER INDEX public.posts_title_trgm_idx ATTACH PARTITION public.posts_p1_title_idx;
 
 ALTER INDEX public.posts_user_id_id_idx ATTACH PARTITION public.posts_p1_user_id_id_updated_at_idx;
@@ -287,6 +310,8 @@ ALTER INDEX public.posts_content_trgm_idx ATTACH PARTITION public.posts_p2_conte
 ALTER INDEX public.posts_pkey ATTACH PARTITION public.posts_p2_pkey;
 
 ALTER INDEX public.posts_chars_idx ATTACH PARTITION public.posts_p2_post_chars_idx;
+
+ALTER INDEX public.posts_word_pairs_idx ATTACH PARTITION public.posts_p2_post_word_pairs_idx;
 
 ALTER INDEX public.posts_title_trgm_idx ATTACH PARTITION public.posts_p2_title_idx;
 

@@ -25,6 +25,7 @@ const ALL = [
   "0010_post_events_record_their_transactions_start",
   "0011_posts_partitioned_by_id_ranges",
   "0012_post_chars_each_once",
+  "0013_post_word_pairs",
 ];
 const TABLES = [
   "attempt_counts",
@@ -56,7 +57,7 @@ describeOnEachEngine("migrations on %s", (engine) => {
     await sql`DROP TABLE IF EXISTS attempt_counts, idempotency_keys, post_events, posts, users, kysely_migration, kysely_migration_lock`.execute(
       db(),
     );
-    await sql`DROP FUNCTION IF EXISTS post_chars, posts_partitions_ahead, posts_partition_ids_left`.execute(
+    await sql`DROP FUNCTION IF EXISTS post_chars, post_word_pairs, posts_partitions_ahead, posts_partition_ids_left`.execute(
       db(),
     );
   };
@@ -180,7 +181,7 @@ describeOnEachEngine("migrations on %s", (engine) => {
     ]);
   });
 
-  it("indexes emails case-insensitively, one author's posts newest first, text by trigrams and characters, keys by expiry", async () => {
+  it("indexes emails case-insensitively, one author's posts newest first, text by trigrams, characters and pairs of words, keys by expiry", async () => {
     const indexes = await sql<{ indexname: string; indexdef: string }>`
       SELECT indexname, indexdef FROM pg_indexes
       WHERE schemaname = current_schema() AND tablename IN ('users', 'posts', 'idempotency_keys')
@@ -193,6 +194,7 @@ describeOnEachEngine("migrations on %s", (engine) => {
       "CREATE UNIQUE INDEX posts_pkey ON ONLY posts USING btree (id)",
       'CREATE INDEX posts_title_trgm_idx ON ONLY posts USING gin (title COLLATE "C" gin_trgm_ops)',
       "CREATE INDEX posts_user_id_id_idx ON ONLY posts USING btree (user_id, id DESC) INCLUDE (updated_at)",
+      "CREATE INDEX posts_word_pairs_idx ON ONLY posts USING gin (post_word_pairs((title)::text, content))",
       "CREATE UNIQUE INDEX users_email_lower_key ON users USING btree (lower(email))",
       "CREATE UNIQUE INDEX users_pkey ON users USING btree (id)",
     ]);

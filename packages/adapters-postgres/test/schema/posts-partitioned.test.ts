@@ -68,6 +68,7 @@ describeOnEachEngine("posts partitioned by ranges of ids on %s", (engine) => {
     expect((await migrateToLatest(db())).applied).toEqual([
       "0011_posts_partitioned_by_id_ranges",
       "0012_post_chars_each_once",
+      "0013_post_word_pairs",
     ]);
 
     expect(await relkind()).toBe("p");
@@ -134,6 +135,7 @@ describeOnEachEngine("posts partitioned by ranges of ids on %s", (engine) => {
       'CREATE INDEX posts_p10_content_idx ON USING gin (content COLLATE "C" gin_trgm_ops)',
       "CREATE UNIQUE INDEX posts_p10_pkey ON USING btree (id)",
       "CREATE INDEX posts_p10_post_chars_idx ON USING gin (post_chars((title)::text, content))",
+      "CREATE INDEX posts_p10_post_word_pairs_idx ON USING gin (post_word_pairs((title)::text, content))",
       'CREATE INDEX posts_p10_title_idx ON USING gin (title COLLATE "C" gin_trgm_ops)',
       "CREATE INDEX posts_p10_user_id_id_updated_at_idx ON USING btree (user_id, id DESC) INCLUDE (updated_at)",
     ]);
@@ -179,7 +181,10 @@ describeOnEachEngine("posts partitioned by ranges of ids on %s", (engine) => {
     }>`SELECT id FROM posts WHERE title LIKE '%안녕%' ORDER BY id`.execute(db());
     const ids = titled.rows.map((row) => Number(row.id));
     expect(ids.length).toBeGreaterThan(0);
-    expect((await migrateToLatest(db())).applied).toEqual(["0012_post_chars_each_once"]);
+    expect((await migrateToLatest(db())).applied).toEqual([
+      "0012_post_chars_each_once",
+      "0013_post_word_pairs",
+    ]);
     expect(await chars()).toEqual(["a", "b"]);
     // The index, built from 0011's lists, finds the posts by their characters as before.
     const byIndex = await db()
@@ -211,7 +216,8 @@ describeOnEachEngine("posts partitioned by ranges of ids on %s", (engine) => {
     expect(await postsRows()).toEqual(before);
     expect(await eventCount()).toBe(0);
     const functions = await sql<{ proname: string }>`
-      SELECT proname FROM pg_proc WHERE proname IN ('post_chars', 'posts_partitions_ahead', 'posts_partition_ids_left')`.execute(
+      SELECT proname FROM pg_proc
+      WHERE proname IN ('post_chars', 'post_word_pairs', 'posts_partitions_ahead', 'posts_partition_ids_left')`.execute(
       db(),
     );
     expect(functions.rows).toEqual([]);
@@ -222,6 +228,7 @@ describeOnEachEngine("posts partitioned by ranges of ids on %s", (engine) => {
     expect((await migrateToLatest(db())).applied).toEqual([
       "0011_posts_partitioned_by_id_ranges",
       "0012_post_chars_each_once",
+      "0013_post_word_pairs",
     ]);
     expect((await postsRows()).map((row) => Number(row.id))).toEqual([
       ...before.map((row) => Number(row.id)),

@@ -16,6 +16,8 @@ interface PartitionValues {
   readonly bytes: number;
   /** The term's characters as `post_chars` lists them, for a term the trigram index cannot serve. */
   readonly letters?: readonly string[];
+  /** The term's pairs of words as `post_word_pairs` lists a post's, for a term that shows any. */
+  readonly pairs?: readonly string[];
   readonly authorId?: number;
 }
 
@@ -25,8 +27,11 @@ interface PartitionValues {
  */
 type PartitionRow = ReadRow & { readonly fits: boolean; readonly upto: number | string };
 
-/** One partition's statements, by `authorId`, then by whether they look the term up by its characters. */
-type PartitionStatements = Variants<Variants<PreparedStatement<PartitionValues, PartitionRow>>>;
+/**
+ * One partition's statements, by `authorId`, then by whether they look the term up by its
+ * characters, then by whether they look it up by its pairs of words.
+ */
+type PartitionStatements = Variants<Variants<Variants<PreparedStatement<PartitionValues, PartitionRow>>>>;
 
 /** What the partitions answered: the newest matches below where they started, and where the page continues. */
 export interface PartitionMatches {
@@ -62,13 +67,45 @@ export function hasTrigrams(search: string): boolean {
  * cased, as `lower` in the "C" collation does (and as the search's `ILIKE` in "C" folds).
  */
 export function lettersOf(search: string): string[] {
-  return [...new Set(search.replace(/[A-Z]/g, (letter) => letter.toLowerCase()))];
+  return [...new Set(foldAscii(search))];
 }
+
+/**
+ * The pairs of words of `search` as `post_word_pairs` lists a post's: for each two words the term
+ * shows one after the other (runs of characters other than the space, apart by spaces), the
+ * first one's last three characters, a space and the second one's first three, ASCII letters
+ * lower cased, each pair once. Only the pairs whose sides the term shows: a word's end when the
+ * term shows three characters of it or the whole word (a space in the term before it), its start
+ * likewise (a space after it); the term's first word may be the end of a longer word and its last
+ * the start of one. A post that holds the term holds each of these pairs in its title or in its
+ * content, where it holds the term.
+ */
+export function wordPairsOf(search: string): string[] {
+  const words = [...foldAscii(search).matchAll(/[^ ]+/g)].map((run) => ({
+    chars: [...run[0]],
+    startsWithin: run.index > 0,
+    endsWithin: run.index + run[0].length < search.length,
+  }));
+  const pairs = new Set<string>();
+  for (let i = 0; i + 1 < words.length; i++) {
+    const [word, next] = [words[i], words[i + 1]];
+    if (word === undefined || next === undefined) continue;
+    // Both words are apart by spaces in the term, so the first ends and the next starts within it.
+    if ((word.chars.length >= 3 || word.startsWithin) && (next.chars.length >= 3 || next.endsWithin)) {
+      pairs.add(`${word.chars.slice(-3).join("")} ${next.chars.slice(0, 3).join("")}`);
+    }
+  }
+  return [...pairs];
+}
+
+/** `text` with its ASCII letters lower cased, as `lower` in the "C" collation does. */
+const foldAscii = (text: string) => text.replace(/[A-Z]/g, (letter) => letter.toLowerCase());
 
 /**
  * The matches of a search below a cursor, asked of the partitions of `posts` one at a time,
  * newest first, each through its own indexes: the trigram indexes for a term with a trigram
- * ({@link hasTrigrams}), the index of the posts' characters for the others. Why partitions: a
+ * ({@link hasTrigrams}), the index of the posts' characters for the others; a term that shows a
+ * pair of words ({@link wordPairsOf}) only in a partition where a post holds all its pairs. Why partitions: a
  * bitmap of a term over the whole table reads the posting lists of its trigrams over every post,
  * so its cost follows how common the trigrams are in the whole table, not how many matches the
  * page needs; over one partition it is bounded by the partition's posts (at most
@@ -113,9 +150,11 @@ export class PartitionSearch {
   ): Promise<PartitionMatches> {
     const { authorId, search } = query;
     const chars = !hasTrigrams(search);
+    const pairs = wordPairsOf(search);
     const values = {
       pattern: containsPattern(search),
       ...(chars ? { letters: lettersOf(search) } : {}),
+      ...(pairs.length > 0 ? { pairs } : {}),
       ...(authorId === undefined ? {} : { authorId }),
     };
     return this.#db.connection().execute(async (connection) => {
@@ -128,7 +167,7 @@ export class PartitionSearch {
         .execute(connection);
       let answer: PartitionMatches;
       try {
-        answer = await this.#ask(connection, values, chars, below, wanted, bytes, pageMs);
+        answer = await this.#ask(connection, values, below, wanted, bytes, pageMs);
       } catch (error) {
         // The statement's failure is the answer; a connection it broke fails the ROLLBACK too.
         await sql
@@ -145,7 +184,6 @@ export class PartitionSearch {
   async #ask(
     connection: Kysely<Database>,
     values: Omit<PartitionValues, "below" | "wanted" | "bytes">,
-    chars: boolean,
     below: number,
     wanted: number,
     bytes: number,
@@ -156,7 +194,8 @@ export class PartitionSearch {
     let from = below;
     const started = performance.now();
     for (let k = partitionOf(from - 1); k >= 0; k -= 1) {
-      const statement = this.#partition(k)[variant(values.authorId)][chars ? "with" : "without"];
+      const statement =
+        this.#partition(k)[variant(values.authorId)][variant(values.letters)][variant(values.pairs)];
       const rows = await statement(
         { ...values, below: from, wanted: wanted - posts.length, bytes: left },
         connection,
@@ -178,7 +217,9 @@ export class PartitionSearch {
   #partition(k: number): PartitionStatements {
     let statements = this.#statements.get(k);
     if (statements === undefined) {
-      statements = bothVariants((byAuthor) => bothVariants((chars) => this.#statement(k, byAuthor, chars)));
+      statements = bothVariants((byAuthor) =>
+        bothVariants((chars) => bothVariants((pairs) => this.#statement(k, byAuthor, chars, pairs))),
+      );
       this.#statements.set(k, statements);
     }
     return statements;
@@ -195,17 +236,31 @@ export class PartitionSearch {
   // read holds the element '' and is always a candidate. There the match is written `IS TRUE`,
   // which no index serves, so that the planner never adds a trigram bitmap of a term with no
   // trigram (every post of the partition) to the characters' bitmap.
-  #statement(k: number, byAuthor: boolean, chars: boolean) {
+  //
+  // The pairs of words gate the partition: its matches are looked for only when one of its
+  // posts below the cursor holds every pair of the term (or '', a long post), an `EXISTS` that
+  // PostgreSQL answers once, before the scan, from the index of pairs. So a term whose words are
+  // each in every post but never one after the other costs each partition a look at that index,
+  // not a check of every post. A gate rather than a third bitmap ANDed with the trigrams': a
+  // trigram bitmap is rechecked on every candidate with every condition of the bitmaps, and
+  // `post_word_pairs` computed again for each would cost a partition whose posts all hold the
+  // term's pairs (a term of common words, rare as a whole) twenty times its check by ILIKE.
+  #statement(k: number, byAuthor: boolean, chars: boolean, pairs: boolean) {
     const db = this.#db;
     const partition = sql.table(`posts_p${k}`);
     return prepare(db, (p: Required<PartitionValues>) => {
       const author = byAuthor ? sql`AND user_id = ${p.authorId}` : sql``;
+      const followed = pairs
+        ? sql`AND EXISTS (SELECT FROM ${partition} WHERE id + 0 < ${p.below} ${author}
+                            AND (post_word_pairs(title, content) @> ${p.pairs}::text[]
+                                 OR post_word_pairs(title, content) @> '{""}'::text[]))`
+        : sql``;
       const match = sql`title COLLATE "C" ILIKE ${p.pattern} ESCAPE '\\'
                         OR content COLLATE "C" ILIKE ${p.pattern} ESCAPE '\\'`;
       const where = chars
         ? sql`(post_chars(title, content) @> ${p.letters}::text[] OR post_chars(title, content) @> '{""}'::text[])
-              AND (${match}) IS TRUE`
-        : sql`(${match})`;
+              ${followed} AND (${match}) IS TRUE`
+        : sql`(${match}) ${followed}`;
       return sql<PartitionRow>`
         SELECT q.id, q.title, ${contentOrSizeOf("q", sql<boolean>`q.fits`)}, q.created_at, q.updated_at,
                q.user_id AS author_id, (SELECT u.email FROM users u WHERE u.id = q.user_id) AS author_email,

@@ -212,6 +212,11 @@ describeNeeding(postgres, "search pages on a PostgreSQL server", () => {
       "한",
       "j",
       "nope",
+      // Terms of several words: their pairs of words gate the partitions.
+      "tenth post",
+      "ost 10 ten",
+      "here: very old",
+      "y old",
     ]) {
       for (const authorId of [undefined, 4]) {
         const query = { search, ...(authorId === undefined ? {} : { authorId }) };
@@ -284,6 +289,15 @@ describeNeeding(postgres, "search pages on a PostgreSQL server", () => {
                 (node) => String(node["Node Type"]).endsWith("Scan") && node["Node Type"] !== "Index Scan",
               )
               .map((node) => `${node["Node Type"]} ${node["Relation Name"] ?? node["Index Name"]}`),
+            // The partition's scans PostgreSQL never ran (behind a one-time filter that was false).
+            unrun: nodesOf(plan.Plan)
+              .filter(
+                (node) =>
+                  node["Node Type"] === "Bitmap Heap Scan" &&
+                  String(node["Relation Name"]).startsWith("posts") &&
+                  node["Actual Loops"] === 0,
+              )
+              .map((node) => `${node["Node Type"]} ${node["Relation Name"]}`),
           }));
       };
       // One in twenty: the first walk's 15 matches promise the rest of the page in the rest of
@@ -305,6 +319,25 @@ describeNeeding(postgres, "search pages on a PostgreSQL server", () => {
         expect(plan.scans.filter((scan) => scan.startsWith("Bitmap Index")).join()).toMatch(/title|content/);
         expect(plan.scans.join()).not.toMatch(/chars|Seq Scan/);
       }
+      // The pair "ery old" is in the oldest partition only: the others' matches are never looked
+      // for; there they are, through the trigram indexes.
+      expect(
+        trigrams.map((plan) => plan.scans.some((scan) => scan.endsWith("_post_word_pairs_idx"))),
+      ).toEqual([true, true, true, true]);
+      expect(trigrams.map((plan) => plan.unrun)).toEqual([
+        ["Bitmap Heap Scan posts_p3"],
+        ["Bitmap Heap Scan posts_p2"],
+        ["Bitmap Heap Scan posts_p1"],
+        [],
+      ]);
+      // Two words each in a tenth of the posts or more, never one after the other: the index of
+      // pairs answers for every partition, whose posts are never read; but for the oldest, where
+      // a content longer than `post_word_pairs` reads (g = 11) may hold any pair.
+      const gated = await partitionScans("tenth post");
+      expect(gated.map((plan) => plan.unrun)).toEqual([
+        ...[3, 2, 1].map((k) => [`Bitmap Heap Scan posts_p${k}`]),
+        [],
+      ]);
       // A post by id: through `posts` until a post was found in its partition, then on the
       // partition itself (a plan of `posts` is made again at each execution, pruned to the one
       // partition); an id past every partition keeps asking `posts`, and names no table.
