@@ -1,6 +1,6 @@
 import type { Logger } from "pino";
 import type { AppConfig } from "./config.js";
-import { openDatabase } from "./open-database.js";
+import { openDatabase, openMigrationDatabase } from "./open-database.js";
 import { prepareDatabase } from "./prepare-database.js";
 
 /**
@@ -11,12 +11,14 @@ import { prepareDatabase } from "./prepare-database.js";
  */
 export async function migrate(config: AppConfig, logger: Logger): Promise<number> {
   let database: Awaited<ReturnType<typeof openDatabase>> | undefined;
+  const migrations = openMigrationDatabase(config);
   try {
     database = await openDatabase(config, logger);
     const summary = await prepareDatabase(database, {
       migrate: true,
       timeoutMs: config.DB_STARTUP_TIMEOUT_MS,
       logger,
+      ...(migrations === undefined ? {} : { migrateOn: migrations }),
     });
     const applied = summary?.applied ?? [];
     logger.info(
@@ -31,6 +33,7 @@ export async function migrate(config: AppConfig, logger: Logger): Promise<number
     logger.fatal({ err: error }, `migration failed: ${reason}`);
     return 1;
   } finally {
+    await migrations?.close();
     await database?.close();
   }
 }

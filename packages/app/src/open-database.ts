@@ -36,3 +36,21 @@ export async function openDatabase(config: AppConfig, logger: Logger): Promise<D
       logger.warn({ err: error }, "a database connection failed; the pool replaces it"),
   });
 }
+
+/**
+ * The connection the migrations run on, or `undefined` to run them on the service's own database
+ * handle (the embedded PGlite, which one process opens once). On a server: a pool of one
+ * connection without the statement timeout or its read timer. Those bound a request's statement;
+ * a migration's may build an index over every post, which on a large table takes minutes, and
+ * cut short it would only be rolled back and started again at the next start. Close it once the
+ * migrations are done.
+ */
+export function openMigrationDatabase(config: AppConfig): DatabaseHandle | undefined {
+  if (config.DATABASE_URL === undefined) return undefined;
+  return createPostgresDatabase({
+    connectionString: config.DATABASE_URL,
+    poolSize: 1,
+    connectionTimeoutMillis: config.DB_CONNECT_TIMEOUT_MS,
+    statementTimeoutMillis: 0,
+  });
+}

@@ -4,7 +4,7 @@ import type { DependencyContainer } from "tsyringe";
 import { type AppConfig, jwtSecretSource } from "./config.js";
 import { type ServiceResource, TOKENS } from "./container.js";
 import { loadOrCreateJwtSecret } from "./load-or-create-jwt-secret.js";
-import { openDatabase } from "./open-database.js";
+import { openDatabase, openMigrationDatabase } from "./open-database.js";
 import { prepareDatabase } from "./prepare-database.js";
 
 /** Options of {@link openResources}. */
@@ -33,12 +33,19 @@ export async function openResources(
 
   const database = await openDatabase(config, logger);
   options.opened({ name: "database", close: () => database.close() });
-  const migrated = await prepareDatabase(database, {
-    migrate: config.MIGRATE_ON_START,
-    timeoutMs: config.DB_STARTUP_TIMEOUT_MS,
-    logger,
-    ...(options.signal === undefined ? {} : { signal: options.signal }),
-  });
+  const migrations = config.MIGRATE_ON_START ? openMigrationDatabase(config) : undefined;
+  let migrated: Awaited<ReturnType<typeof prepareDatabase>>;
+  try {
+    migrated = await prepareDatabase(database, {
+      migrate: config.MIGRATE_ON_START,
+      timeoutMs: config.DB_STARTUP_TIMEOUT_MS,
+      logger,
+      ...(migrations === undefined ? {} : { migrateOn: migrations }),
+      ...(options.signal === undefined ? {} : { signal: options.signal }),
+    });
+  } finally {
+    await migrations?.close();
+  }
   if (migrated !== undefined) logMigrations(logger, migrated.applied);
   container.register(TOKENS.database, { useValue: database });
 

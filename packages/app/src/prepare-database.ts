@@ -7,6 +7,11 @@ import { retryWithBackoff } from "./retry-with-backoff.js";
 export interface PrepareDatabaseOptions {
   /** Run the migrations; otherwise only check that the database answers. */
   readonly migrate: boolean;
+  /**
+   * Where the migrations run (see `openMigrationDatabase`): the same database through a
+   * connection of their own. Absent: on the database itself.
+   */
+  readonly migrateOn?: DatabaseHandle;
   /** How long an unreachable database is waited for, in milliseconds. */
   readonly timeoutMs: number;
   readonly logger: Logger;
@@ -29,7 +34,7 @@ export async function prepareDatabase(
   try {
     return await retryWithBackoff(
       async () => {
-        if (options.migrate) return migrateToLatest(database.db);
+        if (options.migrate) return migrateToLatest((options.migrateOn ?? database).db);
         await database.db.selectNoFrom((eb) => eb.lit(1).as("up")).execute();
         return undefined;
       },
