@@ -34,9 +34,15 @@ export async function prepareDatabase(
   try {
     return await retryWithBackoff(
       async () => {
-        if (options.migrate) return migrateToLatest((options.migrateOn ?? database).db);
-        await database.db.selectNoFrom((eb) => eb.lit(1).as("up")).execute();
-        return undefined;
+        const migrated = options.migrate
+          ? await migrateToLatest((options.migrateOn ?? database).db)
+          : undefined;
+        // The service's own pool answers too (migrated through another, it has not connected yet):
+        // its first connection is made now, not by the first request.
+        if (!options.migrate || options.migrateOn !== undefined) {
+          await database.db.selectNoFrom((eb) => eb.lit(1).as("up")).execute();
+        }
+        return migrated;
       },
       {
         timeoutMs: options.timeoutMs,
