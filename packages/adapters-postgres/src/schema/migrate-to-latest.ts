@@ -35,9 +35,11 @@ export class MigrationError extends Error {
  * transaction that first takes a transaction-level advisory lock (see `inMigrationTransaction`),
  * so several processes migrating the same database at once apply each migration once: the
  * others wait, then find nothing to do. The same holds through a pooler in transaction mode
- * (PgBouncer), where a session-level lock would stay behind on a pooled server connection. The
- * wait is subject to the database's statement timeout, which this schema's migrations
- * (milliseconds) stay far below. `db` must come from `createPostgresDatabase` or
+ * (PgBouncer), where a session-level lock would stay behind on a pooled server connection. A
+ * migration may build an index over every post (`0013_post_word_pairs`: about a minute a million
+ * posts, the posts' writes waiting meanwhile), so give `db` no statement timeout (the service
+ * runs them on a connection of its own without one); the wait for another process's migrations
+ * lasts as long as they do. `db` must come from `createPostgresDatabase` or
  * `createPgliteDatabase`. Throws a {@link MigrationError} when a migration or the bookkeeping
  * fails; nothing of that call's work then remains.
  */
