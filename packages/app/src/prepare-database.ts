@@ -31,12 +31,15 @@ export async function prepareDatabase(
   options: PrepareDatabaseOptions,
 ): Promise<MigrationSummary | undefined> {
   const { logger } = options;
+  // Kept across attempts: a retry of the check below does not migrate again (it would find
+  // nothing to do, and the summary would say so).
+  let migrated: MigrationSummary | undefined;
   try {
     return await retryWithBackoff(
       async () => {
-        const migrated = options.migrate
-          ? await migrateToLatest((options.migrateOn ?? database).db)
-          : undefined;
+        if (options.migrate && migrated === undefined) {
+          migrated = await migrateToLatest((options.migrateOn ?? database).db);
+        }
         // The service's own pool answers too (migrated through another, it has not connected yet):
         // its first connection is made now, not by the first request.
         if (!options.migrate || options.migrateOn !== undefined) {
