@@ -36,6 +36,7 @@ export {
   checkOwnedWrite,
   DEFAULT_SEARCH_BUDGET,
   DEFAULT_SEARCH_BYTES,
+  foldAscii,
   matchesPageQuery,
   pageReaders,
   postTextBytes,

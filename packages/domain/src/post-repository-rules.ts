@@ -140,7 +140,14 @@ export function pageReaders(
   };
 }
 
-const foldAscii = (text: string) => text.replace(/[A-Z]+/g, (letters) => letters.toLowerCase());
+/**
+ * `text` with its ASCII letters lower cased and every other character as it is: how a search
+ * compares a post with its term (`PostRepository.searchPage`), so that `MORNING` finds `Morning`
+ * while the folding of other letters never depends on a locale. A store that indexes the text
+ * for a search folds it the same way.
+ */
+export const foldAscii = (text: string): string =>
+  text.replace(/[A-Z]+/g, (letters) => letters.toLowerCase());
 
 /**
  * Whether an update or deletion may apply to `post`, the post with the write's id as it stands

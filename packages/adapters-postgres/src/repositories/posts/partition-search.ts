@@ -1,4 +1,4 @@
-import type { ReadPost, SearchPageQuery } from "@posts/domain";
+import { foldAscii, type ReadPost, type SearchPageQuery } from "@posts/domain";
 import { type Kysely, sql } from "kysely";
 import { type PreparedStatement, prepare } from "../../connection/prepare.js";
 import { POSTS_PARTITION_SPAN, partitionOf } from "../../partitions/post-partitions.js";
@@ -99,9 +99,6 @@ export function wordPairsOf(search: string): string[] {
   }
   return [...pairs];
 }
-
-/** `text` with its ASCII letters lower cased, as `lower` in the "C" collation does. */
-const foldAscii = (text: string) => text.replace(/[A-Z]/g, (letter) => letter.toLowerCase());
 
 /**
  * The matches of a search below a cursor, asked of the partitions of `posts` one at a time,
