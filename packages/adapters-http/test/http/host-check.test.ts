@@ -69,6 +69,13 @@ describe("a Host that is not host[:port]", () => {
     }
   });
 
+  it("refuses a bad host as often as it comes, after more valid hosts than it remembers", async () => {
+    const health = (host: string) => t().app.inject({ method: "GET", url: "/health", headers: { host } });
+    for (let i = 0; i < 100; i++) expect((await health(`host${i}.example:${8000 + i}`)).statusCode).toBe(200);
+    for (let i = 0; i < 3; i++) expectEnvelope(await health('evil.example"<>'), 400, "/health");
+    expect((await health("host1.example:8001")).statusCode).toBe(200);
+  });
+
   it("ignores X-Forwarded-Host when no proxy is trusted", async () => {
     const response = await register({ host: "example.com", "x-forwarded-host": 'evil.example"<>' });
     expect(response.statusCode).toBe(201);
