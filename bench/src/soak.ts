@@ -90,7 +90,7 @@ const SERVICE_ENV = {
   GRACE_PERIOD_MS: "10000",
   LOG_LEVEL: "warn",
   // The memory check needs the bound to tell when the cache is full (soak-analysis judgedFrom).
-  POST_CACHE_MAX_BYTES: String(36 * 2 ** 20),
+  POST_CACHE_MAX_BYTES: String(28 * 2 ** 20),
 };
 const CACHE_BOUND_BYTES = Number(SERVICE_ENV.POST_CACHE_MAX_BYTES);
 const REPORT = `${ROOT}bench/SOAK.md`;

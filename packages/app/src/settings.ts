@@ -265,10 +265,10 @@ export const SETTINGS = Type.Object({
       "most change-feed streams one client address (as `TRUST_PROXY` makes it out) holds open on one instance; past it 429 with `Retry-After`",
   }),
   POST_CACHE_MAX_BYTES: Type.Integer({
-    default: 36 * MIB,
+    default: 28 * MIB,
     minimum: 0,
     description:
-      "memory for the posts that list and search pages read again (below); `0` turns the cache off. Counted as each post's text as held (one byte a character for Latin-1 text, two otherwise) and as its JSON's UTF-8 bytes, plus 880 bytes: about 1.6 KiB for a post of 400 ASCII characters, so the default (36 MiB) holds about 22,000 such posts. On the embedded database the current version of the posts this process wrote or read is held too, within a second budget of the same size and the same bound per post",
+      "memory for the posts that list and search pages read again (below); `0` turns the cache off. Counted as each post's text as held (one byte a character for Latin-1 text, two otherwise) and as its JSON's UTF-8 bytes, plus 880 bytes: about 1.6 KiB for a post of 400 ASCII characters, so the default (28 MiB) holds about 17,000 such posts. On the embedded database the current version of the posts this process wrote or read is held too, within a second budget of the same size and the same bound per post",
   }),
   POST_CACHE_MAX_POST_BYTES: Type.Integer({
     default: MIB,
