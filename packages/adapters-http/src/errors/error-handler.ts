@@ -1,4 +1,5 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from "fastify";
+import { BODY_LOST } from "../http/json-thread.js";
 import { NO_ROOM_FOR_BODY } from "../http/large-bodies.js";
 import type { SendEnvelope } from "./error-envelope.js";
 import { HTTP_MESSAGES } from "./http-messages.js";
@@ -41,8 +42,10 @@ export function errorHandler(options: ErrorHandlerOptions) {
   return (error: FastifyError, request: FastifyRequest, reply: FastifyReply): FastifyReply => {
     const known = FRAMEWORK_ERRORS[error.code];
     if (known !== undefined) return sendEnvelope(reply, known.status, { message: known.message });
-    // A chunked body that found no room in the budget of large bodies: refused before the route ran.
-    if (error.code === NO_ROOM_FOR_BODY) {
+    // A chunked body that found no room in the budget of large bodies, or a body lost with the
+    // JSON thread that was parsing it: refused before the route ran.
+    if (error.code === NO_ROOM_FOR_BODY || error.code === BODY_LOST) {
+      if (error.code === BODY_LOST) request.log.error({ err: error }, "request body lost");
       reply.header("retry-after", String(retryAfterSeconds));
       return sendEnvelope(reply, SERVICE_UNAVAILABLE, { message: HTTP_MESSAGES.unavailable });
     }

@@ -1,5 +1,5 @@
 import { errorCodes, type FastifyInstance } from "fastify";
-import { JSON_THREAD_MIN_BYTES, type JsonThread } from "./json-thread.js";
+import { BodyLost, JSON_THREAD_MIN_BYTES, type JsonThread } from "./json-thread.js";
 
 // `fatal`: a byte sequence that is not UTF-8 throws instead of becoming U+FFFD. One decoder
 // serves every request: without `{ stream: true }`, decode keeps no state between calls.
@@ -14,7 +14,8 @@ const UTF8 = new TextDecoder("utf-8", { fatal: true });
  *
  * Given a `thread`, a body of `JSON_THREAD_MIN_BYTES` or more is decoded and parsed there, with
  * the same decoder and parser and the same outcome, so that a body of megabytes does not hold
- * the event loop; should the thread fail, it is parsed here.
+ * the event loop; should the thread fail before it takes the body, it is parsed here, and should it
+ * fail holding it (a large body is transferred, not copied), the request is answered 503.
  */
 export function useStrictUtf8JsonParser(app: FastifyInstance, thread?: JsonThread): void {
   const parseJson = app.getDefaultJsonParser("error", "error");
@@ -39,6 +40,7 @@ export function useStrictUtf8JsonParser(app: FastifyInstance, thread?: JsonThrea
     void thread.parse(body).then((parsed) => {
       if (parsed === undefined) parseHere(request, body, done);
       else if (parsed.ok) done(null, parsed.value);
+      else if (parsed.lost === true) done(new BodyLost(), undefined);
       else done(new errorCodes.FST_ERR_CTP_INVALID_JSON_BODY(), undefined);
     });
   });

@@ -1,6 +1,11 @@
 import { HTTP_MESSAGES } from "@posts/adapters-http";
+import Fastify from "fastify";
 import { describe, expect, it } from "vitest";
+import { envelopeBuilder, envelopeSender } from "../../src/errors/error-envelope.js";
+import { errorHandler } from "../../src/errors/error-handler.js";
 import { JSON_THREAD_MIN_BYTES, JsonThread } from "../../src/http/json-thread.js";
+import { useStrictUtf8JsonParser } from "../../src/http/strict-utf8-json-parser.js";
+import { timestampFormatter } from "../../src/http/timestamp-formatter.js";
 import { expectEnvelope } from "../support/expectations.js";
 import { useTestApp } from "../support/test-app.js";
 
@@ -26,6 +31,66 @@ describe("JsonThread", () => {
       await thread.close();
     }
     expect(await thread.parse(Buffer.from("{}"))).toBeUndefined();
+  });
+});
+
+describe("a large body handed to the JsonThread", () => {
+  const body = () => Buffer.concat([Buffer.from(JSON.stringify({ content: LONG }))]);
+
+  it("is transferred when it is the whole of its memory, and copied when it is a part of more", async () => {
+    const thread = new JsonThread();
+    try {
+      const whole = body();
+      expect(whole.byteOffset === 0 && whole.byteLength === whole.buffer.byteLength).toBe(true);
+      expect(await thread.parse(whole)).toEqual({ ok: true, value: { content: LONG } });
+      expect(whole.byteLength).toBe(0);
+
+      const json = body();
+      const part = Buffer.concat([json, Buffer.from("  ")]).subarray(0, json.length);
+      expect(await thread.parse(part)).toEqual({ ok: true, value: { content: LONG } });
+      expect(part.equals(json)).toBe(true);
+    } finally {
+      await thread.close();
+    }
+  });
+
+  it("is answered lost when the thread ends holding it, and left to the caller when the thread is gone before", async () => {
+    const thread = new JsonThread();
+    const whole = body();
+    const parsed = thread.parse(whole);
+    await thread.close();
+    expect(await parsed).toEqual({ ok: false, lost: true });
+    const later = body();
+    expect(await thread.parse(later)).toBeUndefined();
+    expect(later.byteLength).toBeGreaterThan(0);
+  });
+});
+
+describe("a request whose body the JSON thread lost", () => {
+  it("is answered 503 with Retry-After, and its route does not run", async () => {
+    const app = Fastify({ bodyLimit: 4 * JSON_THREAD_MIN_BYTES });
+    const sendEnvelope = envelopeSender(envelopeBuilder(() => new Date(), timestampFormatter("UTC")));
+    app.setErrorHandler(errorHandler({ sendEnvelope, retryAfterSeconds: 3 }));
+    const lost = { parse: async () => ({ ok: false, lost: true }) } as unknown as JsonThread;
+    useStrictUtf8JsonParser(app, lost);
+    let ran = false;
+    app.post("/body", async () => {
+      ran = true;
+      return {};
+    });
+    try {
+      const response = await app.inject({
+        method: "POST",
+        url: "/body",
+        headers: { "content-type": "application/json" },
+        payload: JSON.stringify({ content: LONG }),
+      });
+      expectEnvelope(response, 503, "/body");
+      expect(response.headers["retry-after"]).toBe("3");
+      expect(ran).toBe(false);
+    } finally {
+      await app.close();
+    }
   });
 });
 
