@@ -12,42 +12,66 @@ import { turnBatches } from "./turn-batches.js";
 const MAX_BATCH = 16;
 
 /**
- * Reads of one post by id, coalesced: the lookups that arrive in one turn of the event loop go
- * to the database as statements of at most 16 (`ReadStatements.byIds`), a lone one as the plain
- * lookup by id.
+ * Reads of one post by id, coalesced when they come together: a lookup asked while no other is
+ * waiting for its answer goes to the database at once, as the plain lookup by id; the lookups
+ * asked while others wait are gathered by turn of the event loop into statements of at most 16
+ * (`ReadStatements.byIds`), a lone one as the plain lookup.
  *
  * Why: a GET of one post is a statement of its own per request, and PostgreSQL's fixed cost per
  * statement (its round trip, parse of the message, executor start-up and the protocol's own
  * messages on both sides) outweighs the index lookup itself; under concurrent reads one
- * statement serves many.
+ * statement serves many. A lookup with no company in sight waits for none: the gathering's own
+ * turn and promises are paid only under load, which they pay for.
  * Nothing is cached: each lookup's statement is sent after the lookup was asked for, so it sees
  * every change committed before then, as a statement of its own would.
  *
  * Written with `dataloader`, the usual batching library (`turnBatches`).
  */
 export class PostLookups {
+  readonly #reads: ReadStatements;
   readonly #loader: DataLoader<number, ReadRow | undefined>;
+  /** Lookups asked whose answer has not come: sent alone, or gathered (sent or still waiting for their turn). */
+  #outstanding = 0;
 
   constructor(reads: ReadStatements) {
+    this.#reads = reads;
     this.#loader = turnBatches<number, ReadRow | undefined>(async (ids) => {
-      if (ids.length === 1) {
-        const [row] = await reads.findById({ id: ids[0] as number });
-        return [row];
+      try {
+        if (ids.length === 1) {
+          const [row] = await reads.findById({ id: ids[0] as number });
+          return [row];
+        }
+        const rows = await reads.byIds({ ids });
+        const byId = new Map<number, ReadRow>();
+        for (const row of rows) byId.set(parseInt8(row.id), row);
+        return ids.map((id) => byId.get(id));
+      } finally {
+        this.#outstanding -= ids.length;
       }
-      const rows = await reads.byIds({ ids });
-      const byId = new Map<number, ReadRow>();
-      for (const row of rows) byId.set(parseInt8(row.id), row);
-      return ids.map((id) => byId.get(id));
     }, MAX_BATCH);
   }
 
   /** The post's row as of a statement sent after this call, or undefined when there is none. */
   find(id: number): Promise<ReadRow | undefined> {
-    return this.#loader.load(id);
+    const alone = this.#outstanding === 0;
+    this.#outstanding += 1;
+    if (!alone) return this.#loader.load(id);
+    return this.#reads.findById({ id }).then(
+      (rows) => {
+        this.#outstanding -= 1;
+        return rows[0];
+      },
+      (error: unknown) => {
+        this.#outstanding -= 1;
+        throw error;
+      },
+    );
   }
 
   /** {@link find} for each of `ids`, in their order; fails as a whole when the statement fails. */
   findAll(ids: readonly number[]): Promise<(ReadRow | undefined)[]> {
+    // Company for one another: gathered, whatever else waits.
+    this.#outstanding += ids.length;
     return Promise.all(ids.map((id) => this.#loader.load(id)));
   }
 }

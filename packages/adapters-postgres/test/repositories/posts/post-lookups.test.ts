@@ -35,26 +35,29 @@ describeOnEachEngine("lookups of one post by id on %s", (engine) => {
     return { posts, ids, texts, email: author.value.email };
   }
 
-  it("answers lookups made in one turn of the event loop with one statement, each its own post", async () => {
+  it("sends a lookup asked while none waits at once, and gathers those asked meanwhile in one turn into one statement", async () => {
     const { posts, ids, texts, email } = await setUp();
     texts.length = 0;
     const missing = Math.max(...ids) + 1000;
     const asked = [ids[3], ids[0], missing, ids[3], ids[4]] as number[];
     const found = await Promise.all(asked.map((id) => posts.findById(id)));
 
-    expect(texts).toHaveLength(1);
-    expect(texts[0]).toMatch(/IN \(SELECT unnest\(/i);
+    expect(texts).toHaveLength(2);
+    expect(texts[0]).not.toMatch(/unnest\(/i);
+    expect(texts[1]).toMatch(/IN \(SELECT unnest\(/i);
     expect(found.map((post) => post?.id)).toEqual([ids[3], ids[0], undefined, ids[3], ids[4]]);
     expect(found.map((post) => post?.title)).toEqual(["post 3", "post 0", undefined, "post 3", "post 4"]);
     expect(found[0]?.author).toEqual({ id: expect.any(Number), email });
   });
 
-  it("splits a turn's lookups into statements of at most 16, each lookup answered by its own", async () => {
+  it("splits a turn's gathered lookups into statements of at most 16, each lookup answered by its own", async () => {
     const { posts, ids, texts } = await setUp();
     texts.length = 0;
+    // The first alone, then 19 gathered: 16 and 3.
     const asked = Array.from({ length: 20 }, (_, i) => ids[i % ids.length] as number);
     const found = await Promise.all(asked.map((id) => posts.findById(id)));
-    expect(texts).toHaveLength(2);
+    expect(texts).toHaveLength(3);
+    expect(texts.filter((text) => /unnest\(/i.test(text))).toHaveLength(2);
     expect(found.map((post) => post?.id)).toEqual(asked);
   });
 
@@ -79,7 +82,13 @@ describeOnEachEngine("lookups of one post by id on %s", (engine) => {
       now: new Date(CREATED_AT.getTime() + 1000),
     });
     expect(updated.ok).toBe(true);
-    const [again, other] = await Promise.all([posts.findById(id), posts.findById(ids[1] as number)]);
+    // The first sent alone, the other two gathered.
+    const [first, again, other] = await Promise.all([
+      posts.findById(ids[2] as number),
+      posts.findById(id),
+      posts.findById(ids[1] as number),
+    ]);
+    expect(first?.title).toBe("post 2");
     expect(again?.title).toBe("changed");
     expect(other?.title).toBe("post 1");
   });
