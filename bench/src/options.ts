@@ -101,7 +101,8 @@ const HELP = `Usage: pnpm bench [-- options]
                         baseline
   --only a,b            scenarios to run (get-one, get-304, list-first, list-deep, list-depth,
                         list-user, list-cold, search-rare, search-common, search-korean, create,
-                        create-key, patch, login)
+                        create-key, patch, login; with --closed-loop, get-one-c64, get-one-c32,
+                        get-one-c8, get-one-c1)
   DATABASE_URL          PostgreSQL server (default postgres://postgres@127.0.0.1:5432/postgres)
   BENCH_DATABASE        database made for the run (default posts_bench)`;
 

@@ -141,10 +141,11 @@ export async function runScenarios(
   servers: Servers,
   database?: pg.Client,
 ): Promise<ScenarioRuns[]> {
-  const unknown = options.only.filter((name) => !SCENARIOS.some((s) => s.name === name));
+  // --closed-loop's scenarios are its own (get-one-c64 … get-one-c1): --only picks among them.
+  const scenarios = options.closedLoop ? closedLoopScenarios(CLOSED_LOOP_CONNECTIONS) : SCENARIOS;
+  const unknown = options.only.filter((name) => !scenarios.some((s) => s.name === name));
   if (unknown.length > 0) throw new Error(`unknown scenario(s): ${unknown.join(", ")}`);
   const runs: ScenarioRuns[] = [];
-  const scenarios = options.closedLoop ? closedLoopScenarios(CLOSED_LOOP_CONNECTIONS) : SCENARIOS;
   for (const scenario of scenarios) {
     if (options.only.length > 0 && !options.only.includes(scenario.name)) continue;
     runs.push(await runScenario(scenario, fixture, options, servers, database));
