@@ -76,6 +76,12 @@ export interface PostgresPostRepositoryOptions {
    */
   readonly searchPartitions?: boolean;
   /**
+   * The most matches one statement of a search page reads in a partition (an integer of at
+   * least 2): a partition with more below the cursor is asked a stretch of its newest ids at a
+   * time (see `PartitionSearch`). Absent: 1,024. Tests set a small one to see stretches asked.
+   */
+  readonly searchStatementMatches?: number;
+  /**
    * Called after each change this repository committed (a creation, an update, a deletion; a
    * replayed idempotent creation too, harmlessly): the change event log's `wake`, so that the
    * change's event is numbered at once rather than at the log's periodic check.
@@ -131,6 +137,7 @@ export class PostgresPostRepository implements PostRepository {
       this.#cache,
       options.searchPageMs,
       options.searchPartitions,
+      options.searchStatementMatches,
     );
     this.#plain = new PlainCreation(db);
     this.#idempotent = new IdempotentCreation(db);

@@ -11,6 +11,8 @@ import { bothVariants, type Variants, variant } from "./variants.js";
 interface PartitionValues {
   readonly pattern: string;
   readonly below: number;
+  /** The lowest id asked about (ranged statements only). */
+  readonly from: number;
   readonly wanted: number;
   /** The most bytes of text of the matches answered. */
   readonly bytes: number;
@@ -21,12 +23,41 @@ interface PartitionValues {
 
 /**
  * A match of a partition's statement: `fits` false for the first one past the bytes, without its
- * content; `upto` the bytes of text of the matches up to and including it.
+ * content; `upto` the bytes of text of the matches up to and including it; `found` how many
+ * matches the statement read (at most its limit, which then says there may be more), and
+ * `highest` the highest id among them.
  */
-type PartitionRow = ReadRow & { readonly fits: boolean; readonly upto: number | string };
+type PartitionRow = ReadRow & {
+  readonly fits: boolean;
+  readonly upto: number | string;
+  readonly found: number | string;
+  readonly highest: number | string;
+};
 
-/** One partition's statements, by `authorId`, then by whether they look the term up by its characters. */
-type PartitionStatements = Variants<Variants<PreparedStatement<PartitionValues, PartitionRow>>>;
+/** Statements by `authorId`, then by whether they look the term up by its characters. */
+type TermStatements = Variants<Variants<PreparedStatement<PartitionValues, PartitionRow>>>;
+
+/**
+ * One partition's statements: `whole` asks every post of it below the cursor through the term's
+ * index alone; `ranged` only those from an id up, through the term's index and the primary key's
+ * together (a bitmap of each, and their intersection).
+ */
+interface PartitionStatements {
+  readonly whole: TermStatements;
+  readonly ranged: TermStatements;
+}
+
+/**
+ * The most matches one partition statement reads, by default: it reads them in the order of the
+ * table (oldest first), so a statement that reads this many stops there, and the newest matches
+ * are asked of a stretch of ids below the cursor small enough to hold fewer. Why: a statement
+ * that read every match of a partition where most posts match (a word of one old stretch of
+ * ten thousand posts in ten million) read and sorted a hundred thousand to answer twenty.
+ */
+export const DEFAULT_STATEMENT_MATCHES = 1024;
+
+/** The fewest ids a ranged statement asks about. */
+const LEAST_RANGE = 64;
 
 /** The values of the statement that asks whether any post below a cursor holds a term's pairs of words. */
 interface PairsValues {
@@ -119,20 +150,39 @@ export class PartitionSearch {
   /** Whether any post below the cursor holds a term's pairs of words, by `authorId`. */
   readonly #holds: Variants<PreparedStatement<PairsValues, { holds: boolean }>>;
 
-  /** `post`: a matching row as a post, or an outline when its content is large. */
-  constructor(db: Kysely<Database>, post: (row: ReadRow) => ReadPost) {
+  /** The most matches one partition statement reads. */
+  readonly #statementMatches: number;
+  /** The fewest ids a ranged statement asks about: fewer than it reads matches. */
+  readonly #leastRange: number;
+
+  /**
+   * `post`: a matching row as a post, or an outline when its content is large.
+   * `statementMatches`: the most matches one partition statement reads, an integer of at least 2.
+   */
+  constructor(
+    db: Kysely<Database>,
+    post: (row: ReadRow) => ReadPost,
+    statementMatches = DEFAULT_STATEMENT_MATCHES,
+  ) {
+    if (!(Number.isSafeInteger(statementMatches) && statementMatches >= 2)) {
+      throw new RangeError("the matches one search statement reads must be an integer of at least 2");
+    }
     this.#db = db;
     this.#post = post;
+    this.#statementMatches = statementMatches;
+    this.#leastRange = Math.min(LEAST_RANGE, statementMatches - 1);
     this.#holds = bothVariants((byAuthor) => this.#holdsStatement(byAuthor));
   }
 
   /**
    * The newest `wanted` matches of `query` below `below`, asked of the partitions newest first
    * until `wanted` are found, the oldest partition was asked, or `pageMs` milliseconds have
-   * passed since the first statement (checked after each statement: a statement is bounded by
-   * its partition, not stopped); as many of them, newest first, as fit in `bytes` bytes
-   * of text. `resumeBelow` is where the page continues: below the last partition asked, or
-   * below the last match that fit in the bytes.
+   * passed since the first statement (checked after each statement that answered every match
+   * of its stretch: a statement is bounded by its partition and by the matches it reads, not
+   * stopped); as many of them, newest first, as fit in `bytes` bytes of text. A partition with
+   * more matches than one statement reads is asked in stretches of its ids, newest first.
+   * `resumeBelow` is where the page continues: below the last stretch asked, or below the last
+   * match that fit in the bytes.
    *
    * One transaction on one connection of the database's own pool, read only: its settings
    * (`SET LOCAL`, sent with `BEGIN` in one text), the partitions' named statements, then
@@ -190,34 +240,72 @@ export class PartitionSearch {
     });
   }
 
+  // Each statement reads at most `#statementMatches` matches. One that read that many (the
+  // oldest of its stretch, in the table's order) says only that its stretch holds more: the
+  // stretch is then narrowed to its newest ids, half as many as held those matches, and asked
+  // again. One that read fewer answered every match of its stretch: the next stretch below is
+  // made as large as should hold half a statement's matches at the density just seen (eight
+  // times as large after one with none), but no larger than half of what is left of a stretch
+  // that held too many, down to the partition's end; the next partition is asked whole first.
   async #ask(
     connection: Kysely<Database>,
-    values: Omit<PartitionValues, "below" | "wanted" | "bytes">,
+    values: Omit<PartitionValues, "below" | "from" | "wanted" | "bytes">,
     below: number,
     wanted: number,
     bytes: number,
     pageMs: number,
   ): Promise<PartitionMatches> {
     const posts: ReadPost[] = [];
+    const limit = this.#statementMatches;
     let left = bytes;
-    let from = below;
+    let to = below;
+    /** Ids of the next stretch; undefined: the rest of the partition, by the term's index alone. */
+    let range: number | undefined;
+    /** The lowest id of the last stretch that held more matches than a statement reads. */
+    let dense: number | undefined;
     const started = performance.now();
-    for (let k = partitionOf(from - 1); k >= 0; k -= 1) {
-      const statement = this.#partition(k)[variant(values.authorId)][variant(values.letters)];
+    for (let k = partitionOf(to - 1); k >= 0; ) {
+      const bottom = k * POSTS_PARTITION_SPAN + 1;
+      const from = range === undefined ? bottom : Math.max(bottom, to - range);
+      const statements = this.#partition(k)[range === undefined ? "whole" : "ranged"];
+      const statement = statements[variant(values.authorId)][variant(values.letters)];
       const rows = await statement(
-        { ...values, below: from, wanted: wanted - posts.length, bytes: left },
+        { ...values, below: to, from, wanted: wanted - posts.length, bytes: left },
         connection,
       );
+      const found = rows.length === 0 ? 0 : Number(rows[0]?.found);
+      if (found >= limit) {
+        // Its matches lay between `from` and the highest of them. A stretch of fewer ids than
+        // the limit holds fewer matches: the narrowing ends.
+        const held = Number(rows[0]?.highest) - from + 1;
+        range = Math.max(this.#leastRange, Math.floor(held / 2));
+        dense = from;
+        continue;
+      }
       for (const row of rows) {
         // The first match past the bytes: the page continues below the last one that fit.
-        if (!row.fits) return { posts, resumeBelow: posts.at(-1)?.id ?? from };
+        if (!row.fits) return { posts, resumeBelow: posts.at(-1)?.id ?? to };
         posts.push(this.#post(row));
       }
       const last = rows.at(-1);
       if (last !== undefined) left -= Number(last.upto);
       if (posts.length >= wanted) return { posts };
-      from = k * POSTS_PARTITION_SPAN + 1;
-      if (k > 0 && performance.now() - started >= pageMs) return { posts, resumeBelow: from };
+      to = from;
+      if (to === bottom) {
+        k -= 1;
+        range = undefined;
+        dense = undefined;
+      } else {
+        const asked = range as number;
+        let next = found === 0 ? 8 * asked : Math.floor((asked * limit) / (2 * found));
+        // What is left of a stretch that held too many still holds many: half of it at most,
+        // rather than all of it again.
+        if (dense !== undefined && to > dense) next = Math.min(next, Math.ceil((to - dense) / 2));
+        else dense = undefined;
+        // Still ranged to the partition's end: asked whole, it would read the oldest matches again.
+        range = Math.max(this.#leastRange, next);
+      }
+      if (to > 1 && performance.now() - started >= pageMs) return { posts, resumeBelow: to };
     }
     return { posts };
   }
@@ -253,28 +341,34 @@ export class PartitionSearch {
   #partition(k: number): PartitionStatements {
     let statements = this.#statements.get(k);
     if (statements === undefined) {
-      statements = bothVariants((byAuthor) => bothVariants((chars) => this.#statement(k, byAuthor, chars)));
+      const make = (ranged: boolean) =>
+        bothVariants((byAuthor) => bothVariants((chars) => this.#statement(k, byAuthor, chars, ranged)));
+      statements = { whole: make(false), ranged: make(true) };
       this.#statements.set(k, statements);
     }
     return statements;
   }
 
   // On the partition itself, not on `posts`: a generic plan of the parent would lock every
-  // partition at each execution before pruning them. `id + 0` keeps the primary key out of the
-  // plan (its bitmap of the ids below the cursor would be most of the partition). The matches are
-  // ordered by id alone and only the page's are read whole; they are answered while their text
-  // adds up to the bytes given, by a running sum of `octet_length`, which reads only the values'
-  // headers, and the first past the bytes comes without its text, to say so. The trigram indexes
-  // are built in "C", as the match is written; the characters' index lists each post's
-  // characters lower-cased in "C", and a post whose content is longer than what `post_chars`
-  // read holds the element '' and is always a candidate. There the match is written `IS TRUE`,
-  // which no index serves, so that the planner never adds a trigram bitmap of a term with no
-  // trigram (every post of the partition) to the characters' bitmap.
-  #statement(k: number, byAuthor: boolean, chars: boolean) {
+  // partition at each execution before pruning them. In the whole statement `id + 0` keeps the
+  // primary key out of the plan (its bitmap of the ids below the cursor would be most of the
+  // partition); in the ranged one the primary key's bitmap of the stretch is what bounds it. The
+  // matches are read in the table's order up to the statement's limit, counted, then ordered by
+  // id alone, and only the page's are read whole; they are answered while their text adds up to
+  // the bytes given, by a running sum of `octet_length`, which reads only the values' headers,
+  // and the first past the bytes comes without its text, to say so. The trigram indexes are
+  // built in "C", as the match is written; the characters' index lists each post's characters
+  // lower-cased in "C", and a post whose content is longer than what `post_chars` read holds the
+  // element '' and is always a candidate. There the match is written `IS TRUE`, which no index
+  // serves, so that the planner never adds a trigram bitmap of a term with no trigram (every
+  // post of the partition) to the characters' bitmap.
+  #statement(k: number, byAuthor: boolean, chars: boolean, ranged: boolean) {
     const db = this.#db;
     const partition = sql.table(`posts_p${k}`);
+    const limit = sql.lit(this.#statementMatches);
     return prepare(db, (p: Required<PartitionValues>) => {
       const author = byAuthor ? sql`AND user_id = ${p.authorId}` : sql``;
+      const ids = ranged ? sql`id >= ${p.from} AND id < ${p.below}` : sql`id + 0 < ${p.below}`;
       const match = sql`title COLLATE "C" ILIKE ${p.pattern} ESCAPE '\\'
                         OR content COLLATE "C" ILIKE ${p.pattern} ESCAPE '\\'`;
       const where = chars
@@ -284,13 +378,15 @@ export class PartitionSearch {
       return sql<PartitionRow>`
         SELECT q.id, q.title, ${contentOrSizeOf("q", sql<boolean>`q.fits`)}, q.created_at, q.updated_at,
                q.user_id AS author_id, (SELECT u.email FROM users u WHERE u.id = q.user_id) AS author_email,
-               q.fits, q.upto
+               q.fits, q.upto, q.found, q.highest
           FROM (SELECT s.*, s.upto <= ${p.bytes}::int8 AS fits
                   FROM (SELECT m.*, sum(octet_length(m.title) + octet_length(m.content))
                                       OVER (ORDER BY m.id DESC ROWS UNBOUNDED PRECEDING) AS upto
-                          FROM (SELECT id, title, content, created_at, updated_at, user_id FROM ${partition}
-                         WHERE id + 0 < ${p.below} ${author} AND ${where}
-                         ORDER BY id DESC LIMIT ${p.wanted}) m) s) q
+                          FROM (SELECT c.*, count(*) OVER () AS found, max(c.id) OVER () AS highest
+                                  FROM (SELECT id, title, content, created_at, updated_at, user_id FROM ${partition}
+                                         WHERE ${ids} ${author} AND ${where}
+                                         LIMIT ${limit}) c
+                                 ORDER BY c.id DESC LIMIT ${p.wanted}) m) s) q
          ORDER BY q.id DESC`.compile(db);
     });
   }

@@ -5,7 +5,7 @@ import { parseInt8 } from "../../connection/type-parsers.js";
 import type { PostCache } from "../../post-cache/post-cache.js";
 import { type ReadRow, toReadPost } from "../../rows/post-row.js";
 import type { Database } from "../../schema/database.js";
-import { PartitionSearch } from "./partition-search.js";
+import { DEFAULT_STATEMENT_MATCHES, PartitionSearch } from "./partition-search.js";
 import { SearchWalk } from "./search-walk.js";
 
 /** How long a search page asks partitions for, by default, in milliseconds (see `SearchPages`). */
@@ -72,6 +72,7 @@ export class SearchPages {
    * page lists for the posts it holds at their version; nothing is stored in it. `pageMs`: how
    * long a page goes on asking partitions once it began, a whole number of milliseconds (0: one
    * partition a page). `partitions`: false makes every page one walk of the budget, as on PGlite.
+   * `statementMatches`: the most matches one partition's statement reads (`PartitionSearch`).
    */
   constructor(
     db: Kysely<Database>,
@@ -81,6 +82,7 @@ export class SearchPages {
     cache?: PostCache,
     pageMs: number = DEFAULT_SEARCH_PAGE_MS,
     partitions = true,
+    statementMatches = DEFAULT_STATEMENT_MATCHES,
   ) {
     if (!(Number.isSafeInteger(budget) && budget >= 1)) {
       throw new RangeError("the search budget must be a positive integer");
@@ -97,7 +99,8 @@ export class SearchPages {
     this.#pageMs = pageMs;
     const post = (row: ReadRow) => this.#post(row);
     this.#walker = new SearchWalk(db, run, post);
-    this.#partitions = partitions && DIRECT_STATEMENTS.has(db) ? new PartitionSearch(db, post) : undefined;
+    this.#partitions =
+      partitions && DIRECT_STATEMENTS.has(db) ? new PartitionSearch(db, post, statementMatches) : undefined;
   }
 
   /** `PostRepository.searchPage`. */

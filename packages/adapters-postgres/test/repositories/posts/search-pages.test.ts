@@ -69,7 +69,7 @@ describeNeeding(postgres, "search pages on a PostgreSQL server", () => {
   /** The posts' ids, oldest first. */
   let ids: number[] = [];
   const byG = (g: number) => ids[g - 1] as number;
-  const partitioned = (options: { searchPageMs?: number } = {}) =>
+  const partitioned = (options: { searchPageMs?: number; searchStatementMatches?: number } = {}) =>
     new PostgresPostRepository(database().db, { searchBudget: BUDGET, ...options });
 
   beforeAll(async () => {
@@ -196,6 +196,8 @@ describeNeeding(postgres, "search pages on a PostgreSQL server", () => {
     if (observed === undefined) throw new Error("the posts were not seeded");
     const walkOnly = new PostgresPostRepository(observed.db, { searchBudget: BUDGET });
     const posts = partitioned();
+    // Statements that read 16 matches at most: a partition of more is asked in stretches.
+    const narrow = partitioned({ searchStatementMatches: 16 });
     for (const search of [
       "very old",
       "cluster",
@@ -221,10 +223,12 @@ describeNeeding(postgres, "search pages on a PostgreSQL server", () => {
       for (const authorId of [undefined, 4]) {
         const query = { search, ...(authorId === undefined ? {} : { authorId }) };
         const walked = await everyMatch(walkOnly, query);
-        const asked = await everyMatch(posts, query);
-        expect({ search, authorId, found: asked.found }).toEqual({ search, authorId, found: walked.found });
-        // The walk's pages are at least one per budget's worth of posts; the partitions' one per 21 matches.
-        expect(asked.pages).toBeLessThanOrEqual(Math.floor(walked.found.length / 21) + 1);
+        for (const repository of [posts, narrow]) {
+          const asked = await everyMatch(repository, query);
+          expect({ search, authorId, found: asked.found }).toEqual({ search, authorId, found: walked.found });
+          // The walk's pages are at least one per budget's worth of posts; the partitions' one per 21 matches.
+          expect(asked.pages).toBeLessThanOrEqual(Math.floor(walked.found.length / 21) + 1);
+        }
       }
     }
   }, 120_000);
@@ -338,6 +342,28 @@ describeNeeding(postgres, "search pages on a PostgreSQL server", () => {
         expect(plan).toMatchObject({ jit: false, parallel: false });
         expect(plan.scans.filter((scan) => scan.startsWith("Bitmap Index")).join()).toMatch(/chars/);
         expect(plan.scans.join()).not.toMatch(/title|content|Seq Scan/);
+      }
+      // Statements that read 16 matches at most, for a term of a thousand in one stretch of the
+      // oldest partition: each reads no more, and a stretch of ids is asked through the
+      // primary key's bitmap and the term's together.
+      const narrow = new PostgresPostRepository(server, { searchBudget: BUDGET, searchStatementMatches: 16 });
+      plans.length = 0;
+      expect(
+        (await narrow.searchPage({ limit: 21, search: "cluster" })).posts.map((post) => post.id),
+      ).toEqual(range(2000, 1980).map(byG));
+      const heaps = plans
+        .flatMap((plan) => nodesOf(plan.Plan))
+        .filter((node) => node["Node Type"] === "Bitmap Heap Scan" && node["Relation Name"] !== "users");
+      expect(heaps.length).toBeGreaterThan(4);
+      for (const heap of heaps) expect(Number(heap["Actual Rows"])).toBeLessThanOrEqual(16);
+      const ranged = heaps.filter((heap) => JSON.stringify(heap).includes("posts_p0_pkey"));
+      expect(ranged.length).toBeGreaterThan(0);
+      for (const heap of ranged) {
+        const indexes = nodesOf(heap as Parameters<typeof nodesOf>[0]).map((node) => node["Index Name"]);
+        expect(JSON.stringify(heap)).toContain("BitmapAnd");
+        expect(indexes).toEqual(
+          expect.arrayContaining(["posts_p0_pkey", "posts_p0_title_idx", "posts_p0_content_idx"]),
+        );
       }
       // No three letters or digits in a row, but a word that starts within the term ("  7"):
       // the trigram indexes.
