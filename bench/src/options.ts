@@ -202,12 +202,7 @@ export function parseOptions(argv: readonly string[]): Options {
       );
     if (options.curvePosts <= options.posts) throw new Error("--curve-posts must be more than --posts");
   } else if (values["curve-posts"] !== undefined) throw new Error("--curve-posts is for --curve");
-  if (
-    options.closedLoop &&
-    (options.embedded || options.curve || options.searchOnly || options.only.length > 0)
-  )
-    throw new Error(
-      "--closed-loop measures GET one alone: not with --embedded, --curve, --search-only or --only",
-    );
+  if (options.closedLoop && (options.embedded || options.curve || options.searchOnly))
+    throw new Error("--closed-loop measures GET one alone: not with --embedded, --curve or --search-only");
   return options;
 }

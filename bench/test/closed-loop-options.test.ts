@@ -27,9 +27,15 @@ describe("--closed-loop", () => {
     ]);
   });
 
-  it("runs beside no other mode and no choice of scenarios", () => {
+  it("runs beside no other mode, and --only picks among its own scenarios", () => {
     for (const other of ["--embedded", "--curve", "--search-only"])
       expect(() => parseOptions(["--closed-loop", other])).toThrow(/--closed-loop measures GET one alone/);
-    expect(() => parseOptions(["--closed-loop", "--only", "get-one"])).toThrow(/not with/);
+    expect(parseOptions(["--closed-loop", "--only", "get-one-c1"]).only).toEqual(["get-one-c1"]);
+    expect(closedLoopScenarios(CLOSED_LOOP_CONNECTIONS).map((s) => s.name)).toEqual([
+      "get-one-c64",
+      "get-one-c32",
+      "get-one-c8",
+      "get-one-c1",
+    ]);
   });
 });
