@@ -50,10 +50,16 @@ export function prepare<P extends object, Row>(
   ) as Required<P>;
   const compiled = build(standIns);
   if (options.named !== false) PREPARED_STATEMENT_NAMES.register(compiled.sql);
-  // For each parameter slot: the name of the value it takes, or the constant compiled into it.
-  const slots = compiled.parameters.map((parameter) =>
-    parameter instanceof Placeholder ? { name: parameter.name } : { constant: parameter },
+  // For each parameter slot: the name of the value it takes (undefined for a constant), and the
+  // constant compiled into it. Two flat arrays read by index: a statement's values are laid out
+  // once per execution, on every GET.
+  const names = compiled.parameters.map((parameter) =>
+    parameter instanceof Placeholder ? parameter.name : undefined,
   );
+  const constants = compiled.parameters.map((parameter) =>
+    parameter instanceof Placeholder ? undefined : parameter,
+  );
+  const count = names.length;
   // Given a runner, through it; a database of createPostgresDatabase runs it on its pool
   // directly; a transaction, PGlite or a Kysely made elsewhere through Kysely's executor.
   const direct = options.run ?? DIRECT_STATEMENTS.get(db);
@@ -61,16 +67,18 @@ export function prepare<P extends object, Row>(
     (await on.executeQuery<Row>({ ...compiled, parameters })).rows;
   // Not an async function: the direct path answers the pool's own promise, one fewer per statement.
   return (values, on = db) => {
-    let parameters: unknown[];
-    try {
-      parameters = slots.map((slot) => {
-        if ("constant" in slot) return slot.constant;
-        const value = (values as Record<string, unknown>)[slot.name];
-        if (value === undefined) throw new TypeError(`prepared statement needs a value for "${slot.name}"`);
-        return value;
-      });
-    } catch (error) {
-      return Promise.reject(error);
+    const parameters: unknown[] = [];
+    for (let i = 0; i < count; i++) {
+      const name = names[i];
+      if (name === undefined) {
+        parameters.push(constants[i]);
+        continue;
+      }
+      const value = (values as Record<string, unknown>)[name];
+      if (value === undefined) {
+        return Promise.reject(new TypeError(`prepared statement needs a value for "${name}"`));
+      }
+      parameters.push(value);
     }
     if (direct !== undefined && on === db) return direct(compiled.sql, parameters) as Promise<Row[]>;
     return throughKysely(on, parameters);
