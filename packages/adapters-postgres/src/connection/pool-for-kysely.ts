@@ -412,20 +412,9 @@ interface KnownFields {
   readonly emptyRow: object | null;
 }
 
-/** Whether two row descriptions name the same columns, of the same types, in the same format. */
-function sameFields(a: readonly pg.FieldDef[], b: readonly pg.FieldDef[]): boolean {
-  if (a.length !== b.length) return false;
-  for (let i = 0; i < a.length; i++) {
-    const x = a[i] as pg.FieldDef;
-    const y = b[i] as pg.FieldDef;
-    if (x.name !== y.name || x.dataTypeID !== y.dataTypeID || x.format !== y.format) return false;
-  }
-  return true;
-}
-
 class TimedClient implements PostgresPoolClient {
   readonly #client: pg.PoolClient;
-  /** Per named statement, what `pg` built from its last row description on this connection. */
+  /** Per named statement, what `pg` built from its first row description on this connection. */
   readonly #knownFields = new Map<string, KnownFields>();
   readonly #readTimeoutMillis: number;
   readonly #names: StatementNames | undefined;
@@ -440,6 +429,13 @@ class TimedClient implements PostgresPoolClient {
   #current: Sent | undefined;
   /** Set once the server ended the session before a statement could commit: see `run`'s ROLLBACK. */
   #endedUncommitted = false;
+  /** Set while pg writes a statement whose rows' description is known: see {@link #reuseFields}. */
+  #undescribed = false;
+  /** What the stall of the statement under the read timer does, and when it was run (`performance.now()`). */
+  #stall: (() => void) | undefined;
+  #since = 0;
+  /** The read timer's one timeout, armed while statements run; see {@link #watch}. */
+  #watchdog: NodeJS.Timeout | undefined;
 
   constructor(
     client: pg.PoolClient,
@@ -461,6 +457,13 @@ class TimedClient implements PostgresPoolClient {
     client.connection.on("commandComplete", () => {
       if (this.#current !== undefined) this.#current.completed = true;
     });
+    // pg's Query asks for the description of every statement's rows (a Describe, which the server
+    // answers with a RowDescription) whatever it knows; a statement sent while this is set skips it.
+    const connection = client.connection as unknown as { describe(message: unknown): void };
+    const describe = connection.describe;
+    connection.describe = (message) => {
+      if (!this.#undescribed) describe.call(connection, message);
+    };
   }
 
   query<R>(sql: string, parameters: ReadonlyArray<unknown>): Promise<PostgresQueryResult<R>>;
@@ -502,17 +505,18 @@ class TimedClient implements PostgresPoolClient {
     const names = this.#names;
     let name = names?.nameOf(sql);
     let renewed = false;
+    const stall = () => {
+      settled = true;
+      this.#stalled = true;
+      const failure = new Error(READ_TIMEOUT);
+      // Sent, it may still commit: what it answered so far is kept, as for a lost connection.
+      if (sent.submitted) UNDECIDED.set(failure, { rows: [...sent.rows()], complete: sent.completed });
+      done(failure);
+    };
+    const watched = this.#readTimeoutMillis > 0 && this.#watch(stall);
+    // Only if a statement were already running here (a connection runs one at a time).
     const timer =
-      this.#readTimeoutMillis > 0
-        ? setTimeout(() => {
-            settled = true;
-            this.#stalled = true;
-            const failure = new Error(READ_TIMEOUT);
-            // Sent, it may still commit: what it answered so far is kept, as for a lost connection.
-            if (sent.submitted) UNDECIDED.set(failure, { rows: [...sent.rows()], complete: sent.completed });
-            done(failure);
-          }, this.#readTimeoutMillis)
-        : undefined;
+      this.#readTimeoutMillis > 0 && !watched ? setTimeout(stall, this.#readTimeoutMillis) : undefined;
     const answer: Answer = (error, result) => {
       if (settled) return;
       if (error && names && name !== undefined && !renewed && sqlStateOf(error) === SQLSTATE_STALE_PLAN) {
@@ -527,7 +531,8 @@ class TimedClient implements PostgresPoolClient {
         }
       }
       settled = true;
-      clearTimeout(timer);
+      if (watched) this.#unwatch();
+      else clearTimeout(timer);
       if (error && sqlStateOf(error) === SQLSTATE_READ_ONLY) this.#readOnly = true;
       if (error && this.#provesUncommitted(error, sent, sql, inBlock)) {
         UNCOMMITTED.add(error);
@@ -547,6 +552,44 @@ class TimedClient implements PostgresPoolClient {
       done(error, result);
     };
     sent = this.#send(sql, name, parameters, answer);
+  }
+
+  /**
+   * Puts the statement being run under the read timer, `stall` called once it has waited
+   * `readTimeoutMillis`; false when another statement is already under it (then the caller
+   * keeps a timeout of its own). Why not a timeout per statement: creating and clearing one is a
+   * measurable share of a lone GET's CPU, while a connection runs one statement at a time. One
+   * timeout serves them all: when it fires it fails the statement running then if that one has
+   * waited long enough, else waits for the rest of its time, and ends when none runs.
+   */
+  #watch(stall: () => void): boolean {
+    if (this.#stall !== undefined) return false;
+    this.#stall = stall;
+    this.#since = performance.now();
+    if (this.#watchdog === undefined) this.#arm(this.#readTimeoutMillis);
+    return true;
+  }
+
+  /** The statement under the read timer has its answer. */
+  #unwatch(): void {
+    this.#stall = undefined;
+  }
+
+  #arm(wait: number): void {
+    this.#watchdog = setTimeout(() => {
+      this.#watchdog = undefined;
+      const stall = this.#stall;
+      if (stall === undefined) return;
+      const waited = performance.now() - this.#since;
+      if (waited < this.#readTimeoutMillis) {
+        this.#arm(this.#readTimeoutMillis - waited);
+        return;
+      }
+      this.#stall = undefined;
+      stall();
+    }, wait);
+    // A statement's connection keeps the process alive; an idle connection's timer must not.
+    this.#watchdog.unref();
   }
 
   /**
@@ -599,9 +642,10 @@ class TimedClient implements PostgresPoolClient {
     // when it writes the statement to the connection, and never on a connection that already
     // failed; from then on, the CommandComplete the connection reads are this statement's.
     const query = new pg.Query(sql, parameters as unknown[], answer as never) as pg.Query & { name?: string };
+    let described = true;
     if (name !== undefined) {
       query.name = name;
-      this.#reuseFields(query, name);
+      described = !this.#reuseFields(query, name);
     }
     // pg keeps the rows it has parsed in the query's private result until the statement ends,
     // and drops them when an error ends it instead: read from there, they are those received.
@@ -610,30 +654,47 @@ class TimedClient implements PostgresPoolClient {
     query.submit = (connection) => {
       sent.submitted = true;
       this.#current = sent;
-      return submit.call(query, connection);
+      if (described) return submit.call(query, connection);
+      // pg writes the whole statement (Bind, Describe, Execute, Sync) within `submit`.
+      this.#undescribed = true;
+      try {
+        return submit.call(query, connection);
+      } finally {
+        this.#undescribed = false;
+      }
     };
     this.#client.query(query);
     return sent;
   }
 
   /**
-   * Gives `query`'s result the type parsers and the empty row that `pg` built for the last row
-   * description of statement `name` on this connection, when its own describes the same columns.
-   * Why: `pg` builds them afresh for every statement (a parser looked up per column, a
-   * dictionary-mode object copied), a measurable share of a lone GET's CPU, while a named
-   * statement's columns stay the same until its text or the schema changes. Both are only read.
+   * Gives `query`'s result the columns, the type parsers and the empty row that `pg` built from
+   * the row description of statement `name` at its first execution on this connection, and
+   * answers true, when there was one: `query` is then sent without a Describe, and its rows are
+   * read with those. Else answers false, and keeps what `pg` builds from this execution's
+   * description for the next ones.
+   *
+   * Why: the server describes the rows of every execution anew, and `pg` parses that description
+   * and builds a parser per column and a dictionary-mode object from it each time, a measurable
+   * share of a lone GET's time on both sides. A named statement's rows keep their description for
+   * as long as it is prepared: PostgreSQL fails an execution whose plan, made again after a
+   * schema change, would describe them otherwise ("cached plan must not change result type",
+   * 0A000), and `run` then prepares the statement afresh under a new name. Everything given is
+   * only read.
    */
-  #reuseFields(query: pg.Query, name: string): void {
+  #reuseFields(query: pg.Query, name: string): boolean {
     const result = (query as unknown as { _result: ResultInternals })._result;
+    const known = this.#knownFields.get(name);
+    if (known !== undefined) {
+      result.fields = known.fields;
+      result._parsers = known.parsers;
+      result._prebuiltEmptyResultObject = known.emptyRow;
+      // What pg's own handling of a RowDescription sets: keep the rows for the callback.
+      (query as unknown as { _accumulateRows: boolean })._accumulateRows = true;
+      return true;
+    }
     const build = result.addFields;
     result.addFields = (fields) => {
-      const known = this.#knownFields.get(name);
-      if (known !== undefined && sameFields(known.fields, fields)) {
-        result.fields = fields;
-        result._parsers = known.parsers;
-        result._prebuiltEmptyResultObject = known.emptyRow;
-        return;
-      }
       build.call(result, fields);
       this.#knownFields.set(name, {
         fields,
@@ -641,6 +702,7 @@ class TimedClient implements PostgresPoolClient {
         emptyRow: result._prebuiltEmptyResultObject,
       });
     };
+    return false;
   }
 
   release(): void {

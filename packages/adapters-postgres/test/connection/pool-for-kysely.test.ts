@@ -47,6 +47,23 @@ describeNeeding(postgres, "the pool behind Kysely", () => {
     expect(performance.now() - next).toBeLessThan(2000);
   });
 
+  it("times each statement from when it was run, whatever ran before it on its connection", async () => {
+    const handle = open({ poolSize: 1, queryTimeoutMillis: 400 });
+    const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+    // The timer is armed by the first statement; the second runs 250 ms later and takes 300.
+    await selectOne(handle);
+    await pause(250);
+    await expect(sql`SELECT pg_sleep(0.3)`.execute(handle.db)).resolves.toBeDefined();
+    // Its timer may be armed from before: this one still gets its full 400 ms, then fails.
+    await pause(100);
+    const started = performance.now();
+    const error = await failureOf(sql`SELECT pg_sleep(5)`.execute(handle.db));
+    const waited = performance.now() - started;
+    expect((error as Error).message).toBe("Query read timeout");
+    expect(waited).toBeGreaterThanOrEqual(390);
+    expect(waited).toBeLessThan(2000);
+  });
+
   it("answers rows, row counts and SQL errors as pg does", async () => {
     const handle = open({ poolSize: 2, queryTimeoutMillis: 5000 });
     const rows = await sql<{ n: number; t: string }>`
