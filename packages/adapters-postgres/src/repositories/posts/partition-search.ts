@@ -240,13 +240,15 @@ export class PartitionSearch {
     });
   }
 
-  // Each statement reads at most `#statementMatches` matches. One that read that many (the
-  // oldest of its stretch, in the table's order) says only that its stretch holds more: the
-  // stretch is then narrowed to its newest ids, half as many as held those matches, and asked
-  // again. One that read fewer answered every match of its stretch: the next stretch below is
-  // made as large as should hold half a statement's matches at the density just seen (eight
-  // times as large after one with none), but no larger than half of what is left of a stretch
-  // that held too many, down to the partition's end; the next partition is asked whole first.
+  // Each statement reads at most `#statementMatches` matches, in the table's order (oldest
+  // first). One that read that many says only that its stretch holds more, up to the highest it
+  // read (`known`); what lies between that and the cursor is unknown. Asked next: once per
+  // partition, the newest ids that should hold half a statement's matches at the density just
+  // seen (a partition where most posts match answers there); after that, and after a stretch
+  // with no match, the newer half of the unknown ids, so that a stretch of matches anywhere
+  // below the cursor is found in a few halvings. A stretch that held fewer answered every match
+  // in it; the next one is as large as should hold half a statement's matches at its density,
+  // and never more than half of the unknown ids. The next partition is asked whole first.
   async #ask(
     connection: Kysely<Database>,
     values: Omit<PartitionValues, "below" | "from" | "wanted" | "bytes">,
@@ -261,8 +263,10 @@ export class PartitionSearch {
     let to = below;
     /** Ids of the next stretch; undefined: the rest of the partition, by the term's index alone. */
     let range: number | undefined;
-    /** The lowest id of the last stretch that held more matches than a statement reads. */
-    let dense: number | undefined;
+    /** The highest of the matches a statement read when it read its limit: more lie at or below it. */
+    let known = 0;
+    /** Whether the density of a full statement was tried at the top of this partition. */
+    let guessed = false;
     const started = performance.now();
     for (let k = partitionOf(to - 1); k >= 0; ) {
       const bottom = k * POSTS_PARTITION_SPAN + 1;
@@ -274,12 +278,13 @@ export class PartitionSearch {
         connection,
       );
       const found = rows.length === 0 ? 0 : Number(rows[0]?.found);
+      // Half of the ids between the known matches and the cursor: more than none.
+      const halfUnknown = () => Math.max(this.#leastRange, Math.ceil((to - known) / 2));
       if (found >= limit) {
-        // Its matches lay between `from` and the highest of them. A stretch of fewer ids than
-        // the limit holds fewer matches: the narrowing ends.
-        const held = Number(rows[0]?.highest) - from + 1;
-        range = Math.max(this.#leastRange, Math.floor(held / 2));
-        dense = from;
+        known = Number(rows[0]?.highest);
+        // A stretch of fewer ids than the limit holds fewer matches: the narrowing ends.
+        range = guessed ? halfUnknown() : Math.max(this.#leastRange, Math.floor((known - from + 1) / 2));
+        guessed = true;
         continue;
       }
       for (const row of rows) {
@@ -294,16 +299,19 @@ export class PartitionSearch {
       if (to === bottom) {
         k -= 1;
         range = undefined;
-        dense = undefined;
+        known = 0;
+        guessed = false;
+      } else if (to <= known) {
+        // Below the known matches: at the density seen.
+        range = Math.max(
+          this.#leastRange,
+          Math.floor(((range as number) * limit) / (2 * Math.max(1, found))),
+        );
       } else {
-        const asked = range as number;
-        let next = found === 0 ? 8 * asked : Math.floor((asked * limit) / (2 * found));
-        // What is left of a stretch that held too many still holds many: half of it at most,
-        // rather than all of it again.
-        if (dense !== undefined && to > dense) next = Math.min(next, Math.ceil((to - dense) / 2));
-        else dense = undefined;
+        const dense =
+          found === 0 ? Number.POSITIVE_INFINITY : Math.floor(((range as number) * limit) / (2 * found));
         // Still ranged to the partition's end: asked whole, it would read the oldest matches again.
-        range = Math.max(this.#leastRange, next);
+        range = Math.min(dense, halfUnknown());
       }
       if (to > 1 && performance.now() - started >= pageMs) return { posts, resumeBelow: to };
     }
