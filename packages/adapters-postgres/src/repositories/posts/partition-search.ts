@@ -51,8 +51,8 @@ interface PartitionStatements {
  * The most matches one partition statement reads, by default: it reads them in the order of the
  * table (oldest first), so a statement that reads this many stops there, and the newest matches
  * are asked of a stretch of ids below the cursor small enough to hold fewer. Why: a statement
- * that read every match of a partition where most posts match (a word of one old stretch of
- * ten thousand posts in ten million) read and sorted a hundred thousand to answer twenty.
+ * that read every match of a partition where most posts match (a word of the oldest hundred
+ * thousand posts of ten million) read and sorted all of them to answer twenty.
  */
 export const DEFAULT_STATEMENT_MATCHES = 1024;
 
