@@ -301,17 +301,14 @@ export class PartitionSearch {
         range = undefined;
         known = 0;
         guessed = false;
-      } else if (to <= known) {
-        // Below the known matches: at the density seen.
-        range = Math.max(
-          this.#leastRange,
-          Math.floor(((range as number) * limit) / (2 * Math.max(1, found))),
-        );
       } else {
-        const dense =
-          found === 0 ? Number.POSITIVE_INFINITY : Math.floor(((range as number) * limit) / (2 * found));
-        // Still ranged to the partition's end: asked whole, it would read the oldest matches again.
-        range = Math.min(dense, halfUnknown());
+        // The ids that should hold half a statement's matches at the density just seen.
+        const atDensity = Math.floor(((range as number) * limit) / (2 * Math.max(1, found)));
+        // Below the known matches, at that density; above them, no more than half of the
+        // unknown ids, however few this stretch held. Still ranged to the partition's end: asked
+        // whole, it would read the oldest matches again.
+        if (to <= known) range = Math.max(this.#leastRange, atDensity);
+        else range = found === 0 ? halfUnknown() : Math.min(atDensity, halfUnknown());
       }
       if (to > 1 && performance.now() - started >= pageMs) return { posts, resumeBelow: to };
     }
