@@ -32,4 +32,6 @@ HEALTHCHECK --interval=10s --timeout=5s --start-period=60s --retries=3 \
   CMD ["node", "-e", "fetch(`http://127.0.0.1:${process.env.PORT ?? 8080}/ready`).then((r) => process.exit(r.status === 200 ? 0 : 1), () => process.exit(1))"]
 # node itself is PID 1, so SIGTERM (docker stop) reaches the service's graceful shutdown: it stops
 # accepting connections, finishes the requests in flight, closes the pool and exits 0.
-CMD ["node", "dist/main.js"]
+# --max-semi-space-size=8 bounds V8's young generation, which only a flag at start can do
+# (packages/app/README.md, Commands).
+CMD ["node", "--max-semi-space-size=8", "dist/main.js"]

@@ -25,6 +25,7 @@ import {
   SERVICE_MAIN,
   serverDatabaseUrl,
   serverEnv,
+  serviceArgs,
   since,
   stopAllOnExit,
 } from "./load/harness.js";
@@ -66,7 +67,7 @@ async function runPostgres(options: Options) {
     // Every server starts on the seeded database, so none has seen it any other way.
     const service = await startServer(
       serviceName,
-      options.selfCheck ? [BASELINE_MAIN] : [...options.serviceNodeArgs, SERVICE_MAIN],
+      options.selfCheck ? [BASELINE_MAIN] : serviceArgs(options.serviceNodeArgs),
       envOf(serviceName, servicePort),
       logFile(serviceName),
     );
@@ -131,7 +132,12 @@ async function runPostgres(options: Options) {
  * the pages and time per class. Keeps both and the pages' chart in bench/results/.
  */
 async function runSearchPages(options: Options, env: NodeJS.ProcessEnv, client: pg.Client): Promise<void> {
-  const service = await startServer("service", [SERVICE_MAIN], env, logFile("service-search"));
+  const service = await startServer(
+    "service",
+    serviceArgs(options.serviceNodeArgs),
+    env,
+    logFile("service-search"),
+  );
   try {
     const terms = await searchPopulation(client, options.posts);
     log(`${terms.length} search terms; warming up`);

@@ -19,6 +19,7 @@ import {
   SERVICE_MAIN,
   serverDatabaseUrl,
   serverEnv,
+  serviceArgs,
   since,
   stopAllOnExit,
 } from "./harness.js";
@@ -140,7 +141,7 @@ function startService(
     PORT: String(port),
     DATABASE_URL: serverDatabaseUrl(database.url, name),
   };
-  return startServer(name, [...options.serviceNodeArgs, SERVICE_MAIN], env, logFile(name));
+  return startServer(name, serviceArgs(options.serviceNodeArgs), env, logFile(name));
 }
 
 /**

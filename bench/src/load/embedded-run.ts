@@ -15,8 +15,8 @@ import {
   publish,
   registerHashSource,
   runScenarios,
-  SERVICE_MAIN,
   serverEnv,
+  serviceArgs,
   since,
 } from "./harness.js";
 
@@ -35,7 +35,7 @@ export async function runEmbedded(options: Options): Promise<void> {
   try {
     const first = await startServer(
       "service",
-      [SERVICE_MAIN],
+      serviceArgs(),
       { ...env, PORT: String(port), MIGRATE_ON_START: "true" },
       logFile("service-embedded-register"),
     );
@@ -60,7 +60,7 @@ export async function runEmbedded(options: Options): Promise<void> {
 
     const service = await startServer(
       "service",
-      [...options.serviceNodeArgs, SERVICE_MAIN],
+      serviceArgs(options.serviceNodeArgs),
       { ...env, PORT: String(port) },
       logFile("service-embedded"),
     );

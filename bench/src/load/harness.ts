@@ -4,6 +4,7 @@ import { mkdirSync } from "node:fs";
 import { writeFile } from "node:fs/promises";
 import os from "node:os";
 import { fileURLToPath } from "node:url";
+import { SERVICE_NODE_FLAGS } from "@posts/app/node-flags";
 import type pg from "pg";
 import { type BackendCpu, backendCpuBetween, readBackendCpu } from "../measure/backend-cpu.js";
 import { type BenchResults, resultsChartSvg, runDate } from "../measure/charts.js";
@@ -25,6 +26,15 @@ import { closedLoopScenarios, type Fixture, probeWorkload, SCENARIOS, type Scena
 
 export const ROOT = fileURLToPath(new URL("../../../", import.meta.url));
 export const SERVICE_MAIN = `${ROOT}packages/app/dist/main.js`;
+
+/**
+ * The arguments of `node` that run the built service as it is deployed: its own flags
+ * (`SERVICE_NODE_FLAGS`, as `pnpm start` and the container image pass them), then `extra` (which
+ * may override them: V8 takes a flag's last value), then its main module.
+ */
+export function serviceArgs(extra: readonly string[] = []): string[] {
+  return [...SERVICE_NODE_FLAGS, ...extra, SERVICE_MAIN];
+}
 export const BASELINE_MAIN = fileURLToPath(new URL("../servers/baseline-server.js", import.meta.url));
 export const EXPRESS_MAIN = fileURLToPath(new URL("../servers/express-server.js", import.meta.url));
 /** The service's default pool size (DB_POOL_SIZE); the reference servers get the same. */

@@ -24,6 +24,7 @@ import {
   registerHashSource,
   SERVICE_MAIN,
   serverEnv,
+  serviceArgs,
   since,
 } from "./harness.js";
 
@@ -116,7 +117,7 @@ async function hashFromService(env: NodeJS.ProcessEnv, client: pg.Client): Promi
   const [port] = await freePorts(1);
   const service = await startServer(
     "service",
-    [SERVICE_MAIN],
+    serviceArgs(),
     { ...env, PORT: String(port) },
     logFile("service-register"),
   );
