@@ -128,7 +128,8 @@ export async function seed(
   passwordHash: string,
 ): Promise<void> {
   await sql.query("set synchronous_commit = off");
-  // Every GIN index of posts (the trigram indexes, and the characters' on a partitioned schema).
+  // Every GIN index of posts (the trigram indexes, and on a partitioned schema those of characters,
+  // of pairs of characters and of pairs of words).
   // On a partitioned table they are the parent's, whose definition says `ON ONLY`: built from it
   // as it is, the index would cover no partition.
   const ginIndexes = (await sql.query(

@@ -12,6 +12,7 @@ import { postEventsRecordTheirTransactionsStart } from "./migrations/0010-post-e
 import { postsPartitionedByIdRanges } from "./migrations/0011-posts-partitioned-by-id-ranges.js";
 import { postCharsEachOnce } from "./migrations/0012-post-chars-each-once.js";
 import { postWordPairs } from "./migrations/0013-post-word-pairs.js";
+import { postCharPairs } from "./migrations/0014-post-char-pairs.js";
 
 /**
  * Every schema change, by name; Kysely runs them in name order and records each one in
@@ -35,4 +36,5 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   "0011_posts_partitioned_by_id_ranges": postsPartitionedByIdRanges,
   "0012_post_chars_each_once": postCharsEachOnce,
   "0013_post_word_pairs": postWordPairs,
+  "0014_post_char_pairs": postCharPairs,
 };

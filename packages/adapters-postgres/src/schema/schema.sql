@@ -4,6 +4,16 @@
 
 CREATE EXTENSION IF NOT EXISTS pg_trgm WITH SCHEMA public;
 
+CREATE FUNCTION public.post_char_pairs(title text, content text) RETURNS text[]
+    LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+    AS $$
+        SELECT tsvector_to_array(array_to_tsvector(array_remove(
+                 string_to_array(regexp_replace(t, '(.)', '\1' || chr(31) || '\1', 'g'), chr(31)), '')))
+               || CASE WHEN octet_length(content) > 8192 OR strpos(t, chr(31)) > 0
+                       THEN ARRAY['']::text[] ELSE '{}'::text[] END
+          FROM (SELECT lower(title COLLATE "C") || lower(left(content, 8192) COLLATE "C") AS t) AS s
+      $$;
+
 CREATE FUNCTION public.post_chars(title text, content text) RETURNS text[]
     LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
     AS $$
@@ -239,11 +249,15 @@ CREATE UNIQUE INDEX post_events_number_idx ON public.post_events USING btree (nu
 
 CREATE INDEX post_events_pending_idx ON public.post_events USING btree (xid) WHERE (number IS NULL);
 
+CREATE INDEX posts_char_pairs_idx ON ONLY public.posts USING gin (public.post_char_pairs((title)::text, content));
+
 CREATE INDEX posts_chars_idx ON ONLY public.posts USING gin (public.post_chars((title)::text, content));
 
 CREATE INDEX posts_content_trgm_idx ON ONLY public.posts USING gin (content COLLATE "C" public.gin_trgm_ops);
 
 CREATE INDEX posts_p0_content_idx ON public.posts_p0 USING gin (content COLLATE "C" public.gin_trgm_ops);
+
+CREATE INDEX posts_p0_post_char_pairs_idx ON public.posts_p0 USING gin (public.post_char_pairs((title)::text, content));
 
 CREATE INDEX posts_p0_post_chars_idx ON public.posts_p0 USING gin (public.post_chars((title)::text, content));
 
@@ -261,6 +275,8 @@ CREATE INDEX posts_p0_user_id_id_updated_at_idx ON public.posts_p0 USING btree (
 
 CREATE INDEX posts_p1_content_idx ON public.posts_p1 USING gin (content COLLATE "C" public.gin_trgm_ops);
 
+CREATE INDEX posts_p1_post_char_pairs_idx ON public.posts_p1 USING gin (public.post_char_pairs((title)::text, content));
+
 CREATE INDEX posts_p1_post_chars_idx ON public.posts_p1 USING gin (public.post_chars((title)::text, content));
 
 CREATE INDEX posts_p1_post_word_pairs_idx ON public.posts_p1 USING gin (public.post_word_pairs((title)::text, content));
@@ -270,6 +286,8 @@ CREATE INDEX posts_p1_title_idx ON public.posts_p1 USING gin (title COLLATE "C" 
 CREATE INDEX posts_p1_user_id_id_updated_at_idx ON public.posts_p1 USING btree (user_id, id DESC) INCLUDE (updated_at);
 
 CREATE INDEX posts_p2_content_idx ON public.posts_p2 USING gin (content COLLATE "C" public.gin_trgm_ops);
+
+CREATE INDEX posts_p2_post_char_pairs_idx ON public.posts_p2 USING gin (public.post_char_pairs((title)::text, content));
 
 CREATE INDEX posts_p2_post_chars_idx ON public.posts_p2 USING gin (public.post_chars((title)::text, content));
 
@@ -285,6 +303,8 @@ ALTER INDEX public.posts_content_trgm_idx ATTACH PARTITION public.posts_p0_conte
 
 ALTER INDEX public.posts_pkey ATTACH PARTITION public.posts_p0_pkey;
 
+ALTER INDEX public.posts_char_pairs_idx ATTACH PARTITION public.posts_p0_post_char_pairs_idx;
+
 ALTER INDEX public.posts_chars_idx ATTACH PARTITION public.posts_p0_post_chars_idx;
 
 ALTER INDEX public.posts_word_pairs_idx ATTACH PARTITION public.posts_p0_post_word_pairs_idx;
@@ -297,6 +317,8 @@ ALTER INDEX public.posts_content_trgm_idx ATTACH PARTITION public.posts_p1_conte
 
 ALTER INDEX public.posts_pkey ATTACH PARTITION public.posts_p1_pkey;
 
+ALTER INDEX public.posts_char_pairs_idx ATTACH PARTITION public.posts_p1_post_char_pairs_idx;
+
 ALTER INDEX public.posts_chars_idx ATTACH PARTITION public.posts_p1_post_chars_idx;
 
 ALTER INDEX public.posts_word_pairs_idx ATTACH PARTITION public.posts_p1_post_word_pairs_idx;
@@ -308,6 +330,8 @@ ALTER INDEX public.posts_user_id_id_idx ATTACH PARTITION public.posts_p1_user_id
 ALTER INDEX public.posts_content_trgm_idx ATTACH PARTITION public.posts_p2_content_idx;
 
 ALTER INDEX public.posts_pkey ATTACH PARTITION public.posts_p2_pkey;
+
+ALTER INDEX public.posts_char_pairs_idx ATTACH PARTITION public.posts_p2_post_char_pairs_idx;
 
 ALTER INDEX public.posts_chars_idx ATTACH PARTITION public.posts_p2_post_chars_idx;
 

@@ -18,7 +18,8 @@ export interface TrigramPendingListCleanerOptions {
 
 /**
  * Merges the GIN pending lists of the posts' partitions (their two trigram indexes, their
- * character index and their index of pairs of words) into the indexes, in a statement of its own on a pool connection, soon after
+ * indexes of characters and of pairs of characters, and their index of pairs of words) into the
+ * indexes, in a statement of its own on a pool connection, soon after
  * this process wrote posts, so that no request's statement has to.
  *
  * A GIN index with `fastupdate` (PostgreSQL's default) appends the entries of each new row
@@ -109,9 +110,8 @@ export class TrigramPendingListCleaner {
         SELECT coalesce(sum(gin_clean_pending_list(i.inhrelid)), 0) AS merged
         FROM pg_inherits i
         WHERE i.inhparent IN (to_regclass('posts_title_trgm_idx'), to_regclass('posts_content_trgm_idx'),
-                              to_regclass('posts_chars_idx'), to_regclass('posts_word_pairs_idx'))`.execute(
-        this.#db,
-      );
+                              to_regclass('posts_chars_idx'), to_regclass('posts_char_pairs_idx'),
+                              to_regclass('posts_word_pairs_idx'))`.execute(this.#db);
       this.#merged += Number(rows[0]?.merged ?? 0);
     } catch (error) {
       if (sqlStateOf(error) === SQLSTATE_INSUFFICIENT_PRIVILEGE) this.#closed = true;

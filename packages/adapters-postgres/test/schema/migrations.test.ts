@@ -26,6 +26,7 @@ const ALL = [
   "0011_posts_partitioned_by_id_ranges",
   "0012_post_chars_each_once",
   "0013_post_word_pairs",
+  "0014_post_char_pairs",
 ];
 const TABLES = [
   "attempt_counts",
@@ -57,7 +58,7 @@ describeOnEachEngine("migrations on %s", (engine) => {
     await sql`DROP TABLE IF EXISTS attempt_counts, idempotency_keys, post_events, posts, users, kysely_migration, kysely_migration_lock`.execute(
       db(),
     );
-    await sql`DROP FUNCTION IF EXISTS post_chars, post_word_pairs, posts_partitions_ahead, posts_partition_ids_left`.execute(
+    await sql`DROP FUNCTION IF EXISTS post_chars, post_char_pairs, post_word_pairs, posts_partitions_ahead, posts_partition_ids_left`.execute(
       db(),
     );
   };
@@ -181,7 +182,7 @@ describeOnEachEngine("migrations on %s", (engine) => {
     ]);
   });
 
-  it("indexes emails case-insensitively, one author's posts newest first, text by trigrams, characters and pairs of words, keys by expiry", async () => {
+  it("indexes emails case-insensitively, one author's posts newest first, text by trigrams, characters, pairs of characters and pairs of words, keys by expiry", async () => {
     const indexes = await sql<{ indexname: string; indexdef: string }>`
       SELECT indexname, indexdef FROM pg_indexes
       WHERE schemaname = current_schema() AND tablename IN ('users', 'posts', 'idempotency_keys')
@@ -189,6 +190,7 @@ describeOnEachEngine("migrations on %s", (engine) => {
     expect(indexes.rows.map((row) => row.indexdef.replace(/ ON (ONLY )?\S+\./, " ON $1"))).toEqual([
       "CREATE INDEX idempotency_keys_expires_at_idx ON idempotency_keys USING btree (expires_at)",
       "CREATE UNIQUE INDEX idempotency_keys_pkey ON idempotency_keys USING btree (user_id, key)",
+      "CREATE INDEX posts_char_pairs_idx ON ONLY posts USING gin (post_char_pairs((title)::text, content))",
       "CREATE INDEX posts_chars_idx ON ONLY posts USING gin (post_chars((title)::text, content))",
       'CREATE INDEX posts_content_trgm_idx ON ONLY posts USING gin (content COLLATE "C" gin_trgm_ops)',
       "CREATE UNIQUE INDEX posts_pkey ON ONLY posts USING btree (id)",

@@ -69,6 +69,7 @@ describeOnEachEngine("posts partitioned by ranges of ids on %s", (engine) => {
       "0011_posts_partitioned_by_id_ranges",
       "0012_post_chars_each_once",
       "0013_post_word_pairs",
+      "0014_post_char_pairs",
     ]);
 
     expect(await relkind()).toBe("p");
@@ -134,6 +135,7 @@ describeOnEachEngine("posts partitioned by ranges of ids on %s", (engine) => {
     expect(indexes.rows.map((row) => row.indexdef.replace(/ ON \S+ /, " ON "))).toEqual([
       'CREATE INDEX posts_p10_content_idx ON USING gin (content COLLATE "C" gin_trgm_ops)',
       "CREATE UNIQUE INDEX posts_p10_pkey ON USING btree (id)",
+      "CREATE INDEX posts_p10_post_char_pairs_idx ON USING gin (post_char_pairs((title)::text, content))",
       "CREATE INDEX posts_p10_post_chars_idx ON USING gin (post_chars((title)::text, content))",
       "CREATE INDEX posts_p10_post_word_pairs_idx ON USING gin (post_word_pairs((title)::text, content))",
       'CREATE INDEX posts_p10_title_idx ON USING gin (title COLLATE "C" gin_trgm_ops)',
@@ -184,6 +186,7 @@ describeOnEachEngine("posts partitioned by ranges of ids on %s", (engine) => {
     expect((await migrateToLatest(db())).applied).toEqual([
       "0012_post_chars_each_once",
       "0013_post_word_pairs",
+      "0014_post_char_pairs",
     ]);
     expect(await chars()).toEqual(["a", "b"]);
     // The index, built from 0011's lists, finds the posts by their characters as before.
@@ -217,7 +220,7 @@ describeOnEachEngine("posts partitioned by ranges of ids on %s", (engine) => {
     expect(await eventCount()).toBe(0);
     const functions = await sql<{ proname: string }>`
       SELECT proname FROM pg_proc
-      WHERE proname IN ('post_chars', 'post_word_pairs', 'posts_partitions_ahead', 'posts_partition_ids_left')`.execute(
+      WHERE proname IN ('post_chars', 'post_char_pairs', 'post_word_pairs', 'posts_partitions_ahead', 'posts_partition_ids_left')`.execute(
       db(),
     );
     expect(functions.rows).toEqual([]);
@@ -229,6 +232,7 @@ describeOnEachEngine("posts partitioned by ranges of ids on %s", (engine) => {
       "0011_posts_partitioned_by_id_ranges",
       "0012_post_chars_each_once",
       "0013_post_word_pairs",
+      "0014_post_char_pairs",
     ]);
     expect((await postsRows()).map((row) => Number(row.id))).toEqual([
       ...before.map((row) => Number(row.id)),

@@ -16,8 +16,11 @@ interface PartitionValues {
   readonly wanted: number;
   /** The most bytes of text of the matches answered. */
   readonly bytes: number;
-  /** The term's characters as `post_chars` lists them, for a term the trigram index cannot serve. */
-  readonly letters?: readonly string[];
+  /**
+   * For a term the trigram indexes cannot serve: its characters as `post_chars` lists a post's
+   * (a term of one character), or its pairs of characters as `post_char_pairs` does (longer ones).
+   */
+  readonly elements?: readonly string[];
   readonly authorId?: number;
 }
 
@@ -34,8 +37,17 @@ type PartitionRow = ReadRow & {
   readonly highest: number | string;
 };
 
-/** Statements by `authorId`, then by whether they look the term up by its characters. */
-type TermStatements = Variants<Variants<PreparedStatement<PartitionValues, PartitionRow>>>;
+/**
+ * Which index finds a term's candidates: the trigram indexes of the title and the content, the
+ * index of each post's characters (a term of one character), or that of its pairs of characters
+ * (a longer term from which pg_trgm extracts no trigram).
+ */
+export type TermLookup = "trigrams" | "chars" | "charPairs";
+
+/** Statements by `authorId`, then by the index that finds the term's candidates. */
+type TermStatements = Variants<
+  Readonly<Record<TermLookup, PreparedStatement<PartitionValues, PartitionRow>>>
+>;
 
 /**
  * One partition's statements: `whole` asks every post of it below the cursor through the term's
@@ -82,7 +94,8 @@ export interface PartitionMatches {
  * starts or ends within the term (`ng. 73`: "ng " and " 73", words ending in "ng" and starting
  * with "73"), or of one that starts within it. From any other term (`ab`, `z`, `3 `) it extracts
  * none, and the trigram index would answer every post of the partition as a candidate; the index
- * of the posts' characters (`post_chars`) answers such a term instead. Letters and digits as
+ * of the posts' characters or of their pairs of characters answers such a term instead (see
+ * {@link lookupOf}). Letters and digits as
  * Unicode classes them, as `pg_trgm` does in a database of a UTF-8 locale.
  */
 export function hasTrigrams(search: string): boolean {
@@ -101,6 +114,32 @@ export function hasTrigrams(search: string): boolean {
  */
 export function lettersOf(search: string): string[] {
   return [...new Set(foldAscii(search))];
+}
+
+/**
+ * The pairs of consecutive characters of `search` as `post_char_pairs` lists a post's: each pair
+ * once, ASCII letters lower cased as in {@link lettersOf}. A post that holds the term holds every
+ * one of them; a term of one character has none.
+ */
+export function charPairsOf(search: string): string[] {
+  const chars = [...foldAscii(search)];
+  const pairs = new Set<string>();
+  for (let i = 0; i + 1 < chars.length; i++) pairs.add(`${chars[i]}${chars[i + 1]}`);
+  return [...pairs];
+}
+
+/**
+ * The index that finds the candidates of `search` in a partition, and what it is asked for: the
+ * trigram indexes when pg_trgm extracts a trigram from the term ({@link hasTrigrams}); otherwise
+ * the index of the posts' characters for a term of one character, and that of their pairs of
+ * characters for a longer one (`4 `, `zz`), whose characters alone are often in every post.
+ */
+export function lookupOf(search: string): { lookup: TermLookup; elements?: readonly string[] } {
+  if (hasTrigrams(search)) return { lookup: "trigrams" };
+  const pairs = charPairsOf(search);
+  return pairs.length === 0
+    ? { lookup: "chars", elements: lettersOf(search) }
+    : { lookup: "charPairs", elements: pairs };
 }
 
 /**
@@ -134,7 +173,8 @@ export function wordPairsOf(search: string): string[] {
 /**
  * The matches of a search below a cursor, asked of the partitions of `posts` one at a time,
  * newest first, each through its own indexes: the trigram indexes for a term with a trigram
- * ({@link hasTrigrams}), the index of the posts' characters for the others. Why partitions: a
+ * ({@link hasTrigrams}), the index of the posts' characters or of their pairs for the others
+ * ({@link lookupOf}). Why partitions: a
  * bitmap of a term over the whole table reads the posting lists of its trigrams over every post,
  * so its cost follows how common the trigrams are in the whole table, not how many matches the
  * page needs; over one partition it is bounded by the partition's posts (at most
@@ -200,11 +240,11 @@ export class PartitionSearch {
     pageMs: number,
   ): Promise<PartitionMatches> {
     const { authorId, search } = query;
-    const chars = !hasTrigrams(search);
+    const { lookup, elements } = lookupOf(search);
     const pairs = wordPairsOf(search);
     const values = {
       pattern: containsPattern(search),
-      ...(chars ? { letters: lettersOf(search) } : {}),
+      ...(elements === undefined ? {} : { elements }),
       ...(authorId === undefined ? {} : { authorId }),
     };
     return this.#db.connection().execute(async (connection) => {
@@ -226,7 +266,9 @@ export class PartitionSearch {
           }));
         // No post below the cursor holds every pair of words of the term: none matches, and the
         // search ends here.
-        answer = followed ? await this.#ask(connection, values, below, wanted, bytes, pageMs) : { posts: [] };
+        answer = followed
+          ? await this.#ask(connection, lookup, values, below, wanted, bytes, pageMs)
+          : { posts: [] };
       } catch (error) {
         // The statement's failure is the answer; a connection it broke fails the ROLLBACK too.
         await sql
@@ -251,6 +293,7 @@ export class PartitionSearch {
   // and never more than half of the unknown ids. The next partition is asked whole first.
   async #ask(
     connection: Kysely<Database>,
+    lookup: TermLookup,
     values: Omit<PartitionValues, "below" | "from" | "wanted" | "bytes">,
     below: number,
     wanted: number,
@@ -272,7 +315,7 @@ export class PartitionSearch {
       const bottom = k * POSTS_PARTITION_SPAN + 1;
       const from = range === undefined ? bottom : Math.max(bottom, to - range);
       const statements = this.#partition(k)[range === undefined ? "whole" : "ranged"];
-      const statement = statements[variant(values.authorId)][variant(values.letters)];
+      const statement = statements[variant(values.authorId)][lookup];
       const rows = await statement(
         { ...values, below: to, from, wanted: wanted - posts.length, bytes: left },
         connection,
@@ -347,7 +390,11 @@ export class PartitionSearch {
     let statements = this.#statements.get(k);
     if (statements === undefined) {
       const make = (ranged: boolean) =>
-        bothVariants((byAuthor) => bothVariants((chars) => this.#statement(k, byAuthor, chars, ranged)));
+        bothVariants((byAuthor) => ({
+          trigrams: this.#statement(k, byAuthor, "trigrams", ranged),
+          chars: this.#statement(k, byAuthor, "chars", ranged),
+          charPairs: this.#statement(k, byAuthor, "charPairs", ranged),
+        }));
       statements = { whole: make(false), ranged: make(true) };
       this.#statements.set(k, statements);
     }
@@ -362,12 +409,12 @@ export class PartitionSearch {
   // id alone, and only the page's are read whole; they are answered while their text adds up to
   // the bytes given, by a running sum of `octet_length`, which reads only the values' headers,
   // and the first past the bytes comes without its text, to say so. The trigram indexes are
-  // built in "C", as the match is written; the characters' index lists each post's characters
-  // lower-cased in "C", and a post whose content is longer than what `post_chars` read holds the
-  // element '' and is always a candidate. There the match is written `IS TRUE`, which no index
-  // serves, so that the planner never adds a trigram bitmap of a term with no trigram (every
-  // post of the partition) to the characters' bitmap.
-  #statement(k: number, byAuthor: boolean, chars: boolean, ranged: boolean) {
+  // built in "C", as the match is written; the indexes of characters and of pairs of characters
+  // list each post's lower-cased in "C", and a post whose content is longer than what they read
+  // holds the element '' and is always a candidate. There the match is written `IS TRUE`, which
+  // no index serves, so that the planner never adds a trigram bitmap of a term with no trigram
+  // (every post of the partition) to the bitmap of characters or pairs.
+  #statement(k: number, byAuthor: boolean, lookup: TermLookup, ranged: boolean) {
     const db = this.#db;
     const partition = sql.table(`posts_p${k}`);
     const limit = sql.lit(this.#statementMatches);
@@ -376,10 +423,12 @@ export class PartitionSearch {
       const ids = ranged ? sql`id >= ${p.from} AND id < ${p.below}` : sql`id + 0 < ${p.below}`;
       const match = sql`title COLLATE "C" ILIKE ${p.pattern} ESCAPE '\\'
                         OR content COLLATE "C" ILIKE ${p.pattern} ESCAPE '\\'`;
-      const where = chars
-        ? sql`(post_chars(title, content) @> ${p.letters}::text[] OR post_chars(title, content) @> '{""}'::text[])
-              AND (${match}) IS TRUE`
-        : sql`(${match})`;
+      const elements =
+        lookup === "chars" ? sql`post_chars(title, content)` : sql`post_char_pairs(title, content)`;
+      const where =
+        lookup === "trigrams"
+          ? sql`(${match})`
+          : sql`(${elements} @> ${p.elements}::text[] OR ${elements} @> '{""}'::text[]) AND (${match}) IS TRUE`;
       return sql<PartitionRow>`
         SELECT q.id, q.title, ${contentOrSizeOf("q", sql<boolean>`q.fits`)}, q.created_at, q.updated_at,
                q.user_id AS author_id, (SELECT u.email FROM users u WHERE u.id = q.user_id) AS author_email,

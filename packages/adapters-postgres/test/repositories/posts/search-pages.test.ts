@@ -180,8 +180,9 @@ describeNeeding(postgres, "search pages on a PostgreSQL server", () => {
     });
     // Nothing anywhere, every trigram common: the end, in one page.
     expect(await page("post post")).toEqual({ posts: [] });
-    // Terms without a trigram, from the index of characters: one character (ASCII case folded,
-    // Korean), two, and one found only past what `post_chars` reads of a long content.
+    // Terms without a trigram, from the index of characters (one character: ASCII case folded,
+    // Korean) or of pairs of characters (two), and one found only past what those read of a long
+    // content.
     expect(await page("z")).toEqual({ posts: await whole(7) });
     expect(await page("Z")).toEqual({ posts: await whole(7) });
     expect(await page("한")).toEqual({ posts: await whole(8) });
@@ -341,7 +342,15 @@ describeNeeding(postgres, "search pages on a PostgreSQL server", () => {
       for (const plan of characters) {
         expect(plan).toMatchObject({ jit: false, parallel: false });
         expect(plan.scans.filter((scan) => scan.startsWith("Bitmap Index")).join()).toMatch(/chars/);
-        expect(plan.scans.join()).not.toMatch(/title|content|Seq Scan/);
+        expect(plan.scans.join()).not.toMatch(/title|content|char_pairs|Seq Scan/);
+      }
+      // Two characters and no trigram: the index of pairs of characters, not the characters'.
+      const pairsOfCharacters = await partitionScans("qk");
+      expect(pairsOfCharacters).toHaveLength(4);
+      for (const plan of pairsOfCharacters) {
+        expect(plan).toMatchObject({ jit: false, parallel: false });
+        expect(plan.scans.filter((scan) => scan.startsWith("Bitmap Index")).join()).toMatch(/char_pairs/);
+        expect(plan.scans.join()).not.toMatch(/title|content|chars_idx|Seq Scan/);
       }
       // Statements that read 16 matches at most, for a term of a thousand in one stretch of the
       // oldest partition: each reads no more, and a stretch of ids is asked through the
