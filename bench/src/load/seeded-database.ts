@@ -71,7 +71,14 @@ export async function seededDatabase(
     } else {
       if (!serviceBuilt) await createFallbackSchema(client);
       const passwordHash = options.selfCheck ? await hash(SEED_PASSWORD) : await hashFromService(env, client);
-      await seed(client, { users: options.users, posts }, passwordHash);
+      // A second connection builds the partitions' indexes beside the first: one core each.
+      const second = new pg.Client({ connectionString: url });
+      await second.connect();
+      try {
+        await seed(client, { users: options.users, posts }, passwordHash, [client, second]);
+      } finally {
+        await second.end();
+      }
       await client.query(`comment on table posts is '${seedMark}'`);
       log(`migrated and seeded ${name} with ${posts} posts over ${options.users} users in ${since(started)}`);
     }

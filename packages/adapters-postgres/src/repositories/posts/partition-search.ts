@@ -44,9 +44,12 @@ type PartitionRow = ReadRow & {
  */
 export type TermLookup = "trigrams" | "chars" | "charPairs";
 
-/** Statements by `authorId`, then by the index that finds the term's candidates. */
-type TermStatements = Variants<
-  Readonly<Record<TermLookup, PreparedStatement<PartitionValues, PartitionRow>>>
+/**
+ * Statements by `authorId`, then by the index that finds the term's candidates, or `walk`: none,
+ * each post of a small stretch read along the primary key's bitmap and matched.
+ */
+type TermStatements<Kind extends string> = Variants<
+  Readonly<Record<Kind, PreparedStatement<PartitionValues, PartitionRow>>>
 >;
 
 /**
@@ -55,8 +58,8 @@ type TermStatements = Variants<
  * together (a bitmap of each, and their intersection).
  */
 interface PartitionStatements {
-  readonly whole: TermStatements;
-  readonly ranged: TermStatements;
+  readonly whole: TermStatements<TermLookup>;
+  readonly ranged: TermStatements<TermLookup | "walk">;
 }
 
 /**
@@ -70,6 +73,15 @@ export const DEFAULT_STATEMENT_MATCHES = 1024;
 
 /** The fewest ids a ranged statement asks about. */
 const LEAST_RANGE = 64;
+
+/**
+ * A stretch of at most this many times the matches a statement reads is walked (each of its posts
+ * matched) rather than looked up through the term's index. Why: such a stretch is asked only of a
+ * partition where the term's matches are dense, and there the term's index is a bitmap of most of
+ * the partition's posts, read whole for each stretch however small the stretch; walking its few
+ * thousand posts costs a few milliseconds.
+ */
+const WALKED_STRETCH = 4;
 
 /** The values of the statement that asks whether any post below a cursor holds a term's pairs of words. */
 interface PairsValues {
@@ -194,6 +206,8 @@ export class PartitionSearch {
   readonly #statementMatches: number;
   /** The fewest ids a ranged statement asks about: fewer than it reads matches. */
   readonly #leastRange: number;
+  /** The most ids a stretch has that is walked rather than looked up through the term's index. */
+  readonly #walkedIds: number;
 
   /**
    * `post`: a matching row as a post, or an outline when its content is large.
@@ -211,6 +225,7 @@ export class PartitionSearch {
     this.#post = post;
     this.#statementMatches = statementMatches;
     this.#leastRange = Math.min(LEAST_RANGE, statementMatches - 1);
+    this.#walkedIds = WALKED_STRETCH * statementMatches;
     this.#holds = bothVariants((byAuthor) => this.#holdsStatement(byAuthor));
   }
 
@@ -314,8 +329,12 @@ export class PartitionSearch {
     for (let k = partitionOf(to - 1); k >= 0; ) {
       const bottom = k * POSTS_PARTITION_SPAN + 1;
       const from = range === undefined ? bottom : Math.max(bottom, to - range);
-      const statements = this.#partition(k)[range === undefined ? "whole" : "ranged"];
-      const statement = statements[variant(values.authorId)][lookup];
+      const statement =
+        range === undefined
+          ? this.#partition(k).whole[variant(values.authorId)][lookup]
+          : this.#partition(k).ranged[variant(values.authorId)][
+              to - from <= this.#walkedIds ? "walk" : lookup
+            ];
       const rows = await statement(
         { ...values, below: to, from, wanted: wanted - posts.length, bytes: left },
         connection,
@@ -389,13 +408,18 @@ export class PartitionSearch {
   #partition(k: number): PartitionStatements {
     let statements = this.#statements.get(k);
     if (statements === undefined) {
-      const make = (ranged: boolean) =>
-        bothVariants((byAuthor) => ({
-          trigrams: this.#statement(k, byAuthor, "trigrams", ranged),
-          chars: this.#statement(k, byAuthor, "chars", ranged),
-          charPairs: this.#statement(k, byAuthor, "charPairs", ranged),
-        }));
-      statements = { whole: make(false), ranged: make(true) };
+      const lookups = (byAuthor: boolean, ranged: boolean) => ({
+        trigrams: this.#statement(k, byAuthor, "trigrams", ranged),
+        chars: this.#statement(k, byAuthor, "chars", ranged),
+        charPairs: this.#statement(k, byAuthor, "charPairs", ranged),
+      });
+      statements = {
+        whole: bothVariants((byAuthor) => lookups(byAuthor, false)),
+        ranged: bothVariants((byAuthor) => ({
+          ...lookups(byAuthor, true),
+          walk: this.#statement(k, byAuthor, "walk", true),
+        })),
+      };
       this.#statements.set(k, statements);
     }
     return statements;
@@ -413,8 +437,9 @@ export class PartitionSearch {
   // list each post's lower-cased in "C", and a post whose content is longer than what they read
   // holds the element '' and is always a candidate. There the match is written `IS TRUE`, which
   // no index serves, so that the planner never adds a trigram bitmap of a term with no trigram
-  // (every post of the partition) to the bitmap of characters or pairs.
-  #statement(k: number, byAuthor: boolean, lookup: TermLookup, ranged: boolean) {
+  // (every post of the partition) to the bitmap of characters or pairs; and so a walked stretch
+  // (`walk`) has the primary key's bitmap alone, each of its posts matched.
+  #statement(k: number, byAuthor: boolean, lookup: TermLookup | "walk", ranged: boolean) {
     const db = this.#db;
     const partition = sql.table(`posts_p${k}`);
     const limit = sql.lit(this.#statementMatches);
@@ -428,7 +453,9 @@ export class PartitionSearch {
       const where =
         lookup === "trigrams"
           ? sql`(${match})`
-          : sql`(${elements} @> ${p.elements}::text[] OR ${elements} @> '{""}'::text[]) AND (${match}) IS TRUE`;
+          : lookup === "walk"
+            ? sql`(${match}) IS TRUE`
+            : sql`(${elements} @> ${p.elements}::text[] OR ${elements} @> '{""}'::text[]) AND (${match}) IS TRUE`;
       return sql<PartitionRow>`
         SELECT q.id, q.title, ${contentOrSizeOf("q", sql<boolean>`q.fits`)}, q.created_at, q.updated_at,
                q.user_id AS author_id, (SELECT u.email FROM users u WHERE u.id = q.user_id) AS author_email,
