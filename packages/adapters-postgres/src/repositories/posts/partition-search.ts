@@ -28,13 +28,16 @@ interface PartitionValues {
  * A match of a partition's statement: `fits` false for the first one past the bytes, without its
  * content; `upto` the bytes of text of the matches up to and including it; `found` how many
  * matches the statement read (at most its limit, which then says there may be more), and
- * `highest` the highest id among them.
+ * `highest` the highest id among them. `unwalked`: whether a walk (`walk`) met a post of more than
+ * {@link WALKED_POST_BYTES} in its stretch, which it answers as a row without matching it: the
+ * stretch is then asked through the term's index instead.
  */
 type PartitionRow = ReadRow & {
   readonly fits: boolean;
   readonly upto: number | string;
   readonly found: number | string;
   readonly highest: number | string;
+  readonly unwalked: boolean;
 };
 
 /**
@@ -82,6 +85,16 @@ const LEAST_RANGE = 64;
  * thousand posts costs a few milliseconds.
  */
 const WALKED_STRETCH = 4;
+
+/**
+ * The most bytes of text (title and content) of a post that a walk matches. Why: a walk reads
+ * every post of its stretch, where the term's index reads only the candidates; PostgreSQL keeps
+ * text up to about this much in the row itself, and moves or compresses a larger one, whose
+ * reading costs a detoast and up to `BODY_LIMIT` of text. A stretch of 4,096 posts of at most
+ * this much reads at most 8 MiB; one that holds a larger post is asked through the term's index,
+ * as a larger stretch is.
+ */
+const WALKED_POST_BYTES = 2048;
 
 /** The values of the statement that asks whether any post below a cursor holds a term's pairs of words. */
 interface PairsValues {
@@ -329,16 +342,19 @@ export class PartitionSearch {
     for (let k = partitionOf(to - 1); k >= 0; ) {
       const bottom = k * POSTS_PARTITION_SPAN + 1;
       const from = range === undefined ? bottom : Math.max(bottom, to - range);
-      const statement =
-        range === undefined
-          ? this.#partition(k).whole[variant(values.authorId)][lookup]
-          : this.#partition(k).ranged[variant(values.authorId)][
-              to - from <= this.#walkedIds ? "walk" : lookup
-            ];
-      const rows = await statement(
-        { ...values, below: to, from, wanted: wanted - posts.length, bytes: left },
-        connection,
-      );
+      const asked = { ...values, below: to, from, wanted: wanted - posts.length, bytes: left };
+      const { whole, ranged } = this.#partition(k);
+      let rows: PartitionRow[];
+      if (range === undefined) rows = await whole[variant(values.authorId)][lookup](asked, connection);
+      else {
+        const statements = ranged[variant(values.authorId)];
+        rows = to - from <= this.#walkedIds ? await statements.walk(asked, connection) : [];
+        // A stretch too large to walk, or one holding a post too large to walk, is asked through
+        // the term's index.
+        if (to - from > this.#walkedIds || rows[0]?.unwalked === true) {
+          rows = await statements[lookup](asked, connection);
+        }
+      }
       const found = rows.length === 0 ? 0 : Number(rows[0]?.found);
       // Half of the ids between the known matches and the cursor: more than none.
       const halfUnknown = () => Math.max(this.#leastRange, Math.ceil((to - known) / 2));
@@ -438,11 +454,17 @@ export class PartitionSearch {
   // holds the element '' and is always a candidate. There the match is written `IS TRUE`, which
   // no index serves, so that the planner never adds a trigram bitmap of a term with no trigram
   // (every post of the partition) to the bitmap of characters or pairs; and so a walked stretch
-  // (`walk`) has the primary key's bitmap alone, each of its posts matched.
+  // (`walk`) has the primary key's bitmap alone, each of its posts matched but those of more than
+  // WALKED_POST_BYTES, which it answers unmatched (`unwalked`), their size read from the values'
+  // headers: the `OR` tests the size first, and PostgreSQL evaluates an `OR`'s terms in order.
   #statement(k: number, byAuthor: boolean, lookup: TermLookup | "walk", ranged: boolean) {
     const db = this.#db;
     const partition = sql.table(`posts_p${k}`);
     const limit = sql.lit(this.#statementMatches);
+    const unwalked =
+      lookup === "walk"
+        ? sql`octet_length(title) + octet_length(content) > ${sql.lit(WALKED_POST_BYTES)}`
+        : sql`false`;
     return prepare(db, (p: Required<PartitionValues>) => {
       const author = byAuthor ? sql`AND user_id = ${p.authorId}` : sql``;
       const ids = ranged ? sql`id >= ${p.from} AND id < ${p.below}` : sql`id + 0 < ${p.below}`;
@@ -454,19 +476,22 @@ export class PartitionSearch {
         lookup === "trigrams"
           ? sql`(${match})`
           : lookup === "walk"
-            ? sql`(${match}) IS TRUE`
+            ? sql`(${unwalked} OR (${match}) IS TRUE)`
             : sql`(${elements} @> ${p.elements}::text[] OR ${elements} @> '{""}'::text[]) AND (${match}) IS TRUE`;
       return sql<PartitionRow>`
         SELECT q.id, q.title, ${contentOrSizeOf("q", sql<boolean>`q.fits`)}, q.created_at, q.updated_at,
                q.user_id AS author_id, (SELECT u.email FROM users u WHERE u.id = q.user_id) AS author_email,
-               q.fits, q.upto, q.found, q.highest
+               q.fits, q.upto, q.found, q.highest, q.unwalked
           FROM (SELECT s.*, s.upto <= ${p.bytes}::int8 AS fits
                   FROM (SELECT m.*, sum(octet_length(m.title) + octet_length(m.content))
                                       OVER (ORDER BY m.id DESC ROWS UNBOUNDED PRECEDING) AS upto
-                          FROM (SELECT c.*, count(*) OVER () AS found, max(c.id) OVER () AS highest
-                                  FROM (SELECT id, title, content, created_at, updated_at, user_id FROM ${partition}
-                                         WHERE ${ids} ${author} AND ${where}
-                                         LIMIT ${limit}) c
+                          FROM (SELECT c.*, count(*) OVER () AS found, max(c.id) OVER () AS highest,
+                                       bool_or(c.large) OVER () AS unwalked
+                                  FROM (SELECT id, title, content, created_at, updated_at, user_id,
+                                               ${unwalked} AS large
+                                          FROM ${partition}
+                                          WHERE ${ids} ${author} AND ${where}
+                                          LIMIT ${limit}) c
                                  ORDER BY c.id DESC LIMIT ${p.wanted}) m) s) q
          ORDER BY q.id DESC`.compile(db);
     });

@@ -7,7 +7,7 @@ import {
 } from "@posts/adapters-postgres";
 import { encodeCursor, listPosts, type SearchPageQuery } from "@posts/domain";
 import { describeNeeding } from "@posts/domain/testing/vitest";
-import { Kysely, PostgresDialect, sql } from "kysely";
+import { type CompiledQuery, Kysely, PostgresDialect, sql } from "kysely";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DIRECT_STATEMENTS } from "../../../src/connection/direct-statements.js";
@@ -435,6 +435,98 @@ describeNeeding(postgres, "search pages on a PostgreSQL server", () => {
       }
     } finally {
       await handle.close();
+    }
+  }, 60_000);
+
+  it("walk a stretch only over posts of a few KiB, and ask one holding a larger post through the term's index", async () => {
+    // One connection, whose statements through Kysely (the partitions') are recorded with their values.
+    const pool = new pg.Pool({ connectionString: serverUrl(database()), max: 1 });
+    const { forKysely, run } = poolForKysely(pool, 0);
+    const asked: CompiledQuery[] = [];
+    const server = new Kysely<Database>({
+      dialect: new PostgresDialect({ pool: forKysely }),
+      log: (event) => {
+        if (event.level === "query") asked.push(event.query);
+      },
+    });
+    DIRECT_STATEMENTS.set(server, run);
+    const big = byG(1990);
+    const { rows: kept } = await pool.query("SELECT title, content FROM posts WHERE id = $1", [big]);
+    /** The ids a ranged partition statement asked about, and whether it walked them. */
+    const stretchOf = (query: CompiledQuery) => {
+      const [, from, below] = /id >= \$(\d+) AND id < \$(\d+)/.exec(query.sql) ?? [];
+      if (from === undefined || below === undefined) return undefined;
+      const value = (slot: string) => Number(query.parameters[Number(slot) - 1]);
+      return { from: value(from), below: value(below), walk: /octet_length\(title\) \+/.test(query.sql) };
+    };
+    /** The cluster's newest page, through statements of 16 matches: its stretches of 64 ids or fewer are walked. */
+    const clusterPage = async () => {
+      asked.length = 0;
+      const narrow = new PostgresPostRepository(server, { searchBudget: BUDGET, searchStatementMatches: 16 });
+      const page = await narrow.searchPage({ limit: 21, search: "cluster" });
+      const stretches = asked.map(stretchOf).filter((stretch) => stretch !== undefined);
+      const holding = stretches.filter((stretch) => stretch.from <= big && big < stretch.below);
+      return { ids: page.posts.map((post) => post.id), stretches, holding };
+    };
+    /** Blocks of the oldest partition's TOAST table read so far, hits included, flushed by this connection. */
+    const toastBlocks = async () => {
+      await pool.query("SELECT pg_stat_force_next_flush()");
+      const { rows } = await pool.query<{ blocks: string }>(
+        `SELECT coalesce(toast_blks_hit, 0) + coalesce(toast_blks_read, 0) AS blocks
+           FROM pg_statio_user_tables WHERE relname = 'posts_p0'`,
+      );
+      return Number(rows[0]?.blocks);
+    };
+    /** The TOAST blocks `query` reads when it asks about the big post alone, and what it answers. */
+    const aloneOnBig = async (query: CompiledQuery) => {
+      const stretch = /id >= \$(\d+) AND id < \$(\d+)/.exec(query.sql) ?? [];
+      const parameters = [...query.parameters];
+      parameters[Number(stretch[1]) - 1] = big;
+      parameters[Number(stretch[2]) - 1] = big + 1;
+      const before = await toastBlocks();
+      const { rows } = await pool.query<{ id: string; unwalked: boolean }>(query.sql, parameters);
+      return {
+        blocks: (await toastBlocks()) - before,
+        rows: rows.map((row) => [Number(row.id), row.unwalked]),
+      };
+    };
+    try {
+      // 96 KiB of hex digits, which PostgreSQL keeps apart from the row, in the middle of the
+      // cluster's newest page; neither its title nor its content holds the term.
+      const hex = "(SELECT string_agg(md5(i::text), '') FROM generate_series(1, 3072) AS i)";
+      await pool.query(`UPDATE posts SET title = 'Post 1990', content = ${hex} WHERE id = $1`, [big]);
+      const without = await clusterPage();
+      expect(without.ids).toEqual(
+        range(2000, 1979)
+          .filter((g) => g !== 1990)
+          .map(byG),
+      );
+      // The last stretch that holds it was walked, then asked again through the term's index
+      // (walks of larger ones may have stopped at their 16 matches before they reached it).
+      const last = without.holding.at(-1);
+      expect(last?.walk).toBe(false);
+      expect(without.holding.at(-2)).toEqual({ ...last, walk: true });
+      // The walk answers it unmatched, its size read from the value's header, its text unread.
+      const walk = asked.find((query) => stretchOf(query)?.walk) as CompiledQuery;
+      expect(await aloneOnBig(walk)).toEqual({ blocks: 0, rows: [[big, true]] });
+
+      // Its content holds the term: the term's index names it, and its text is read to match it.
+      await pool.query(`UPDATE posts SET content = ${hex} || ' cluster' WHERE id = $1`, [big]);
+      const holds = await clusterPage();
+      expect(holds.ids).toEqual(range(2000, 1980).map(byG));
+      const lookup = asked.find((query) => stretchOf(query)?.walk === false) as CompiledQuery;
+      const read = await aloneOnBig(lookup);
+      expect(read.rows).toEqual([[big, false]]);
+      expect(read.blocks).toBeGreaterThan(0);
+      expect(await aloneOnBig(walk)).toEqual({ blocks: 0, rows: [[big, true]] });
+    } finally {
+      await pool.query("UPDATE posts SET title = $2, content = $3 WHERE id = $1", [
+        big,
+        kept[0]?.title,
+        kept[0]?.content,
+      ]);
+      DIRECT_STATEMENTS.delete(server);
+      await server.destroy();
     }
   }, 60_000);
 });
