@@ -63,7 +63,7 @@ describeOnEachEngine("the pairs of characters of a post on %s", (engine) => {
   });
 });
 
-it("asks the trigram indexes for a term with a trigram, the characters for one character, the pairs for the rest", () => {
+it("asks the trigram indexes for a term with a trigram of two letters or digits, the characters for one character, the pairs for the rest", () => {
   expect(charPairsOf("4 ")).toEqual(["4 "]);
   expect(charPairsOf("ZzZ")).toEqual(["zz"]);
   expect(charPairsOf("aÉ한")).toEqual(["aÉ", "É한"]);
@@ -71,6 +71,10 @@ it("asks the trigram indexes for a term with a trigram, the characters for one c
   expect(lookupOf("dolor")).toEqual({ lookup: "trigrams" });
   expect(lookupOf("Z")).toEqual({ lookup: "chars", elements: ["z"] });
   expect(lookupOf("4 ")).toEqual({ lookup: "charPairs", elements: ["4 "] });
-  expect(lookupOf("a.b")).toEqual({ lookup: "trigrams" });
+  expect(lookupOf("ab.")).toEqual({ lookup: "trigrams" });
+  expect(lookupOf("ng. 73")).toEqual({ lookup: "trigrams" });
+  // Trigrams of one letter or digit only ("  b", "  s": words that start with it).
+  expect(lookupOf("a.b")).toEqual({ lookup: "charPairs", elements: ["a.", ".b"] });
+  expect(lookupOf("7 s")).toEqual({ lookup: "charPairs", elements: ["7 ", " s"] });
   expect(lookupOf(". ,")).toEqual({ lookup: "charPairs", elements: [". ", " ,"] });
 });

@@ -124,13 +124,31 @@ export interface PartitionMatches {
  * Unicode classes them, as `pg_trgm` does in a database of a UTF-8 locale.
  */
 export function hasTrigrams(search: string): boolean {
-  for (const run of search.matchAll(/[\p{L}\p{N}]+/gu)) {
+  return wordsOf(search).some((word) => word.padded >= 3);
+}
+
+/**
+ * Whether `pg_trgm` extracts from the pattern of `search` a trigram of two letters or digits or
+ * more: one of a run of three, or of a run of two that starts or ends within the term (see
+ * {@link hasTrigrams}). A trigram of one ("  s", a word that starts with `s`; " s ", the word
+ * `s`) is in most posts, so a term whose trigrams are all such (`7 s`) has every post of a
+ * partition for a candidate through the trigram indexes.
+ */
+export function hasTrigramOfTwo(search: string): boolean {
+  return wordsOf(search).some((word) => word.length >= 2 && word.padded >= 3);
+}
+
+/**
+ * The runs of letters and digits of `search` as `pg_trgm` reads a pattern's words: each one's
+ * length in characters, and its length once padded as {@link hasTrigrams} says.
+ */
+function wordsOf(search: string): { length: number; padded: number }[] {
+  return [...search.matchAll(/[\p{L}\p{N}]+/gu)].map((run) => {
     const length = [...run[0]].length;
     const starts = run.index > 0 ? 2 : 0;
     const ends = run.index + run[0].length < search.length ? 1 : 0;
-    if (length + starts + ends >= 3) return true;
-  }
-  return false;
+    return { length, padded: length + starts + ends };
+  });
 }
 
 /**
@@ -155,12 +173,14 @@ export function charPairsOf(search: string): string[] {
 
 /**
  * The index that finds the candidates of `search` in a partition, and what it is asked for: the
- * trigram indexes when pg_trgm extracts a trigram from the term ({@link hasTrigrams}); otherwise
- * the index of the posts' characters for a term of one character, and that of their pairs of
- * characters for a longer one (`4 `, `zz`), whose characters alone are often in every post.
+ * trigram indexes when pg_trgm extracts a trigram of two letters or digits from the term
+ * ({@link hasTrigramOfTwo}); otherwise the index of the posts' characters for a term of one
+ * character, and that of their pairs of characters for a longer one (`4 `, `zz`, whose
+ * characters alone are often in every post, and `7 s`, whose only trigram, a word that starts
+ * with `s`, is in every post, where its pair `7 `, a word that ends in `7`, is not).
  */
 export function lookupOf(search: string): { lookup: TermLookup; elements?: readonly string[] } {
-  if (hasTrigrams(search)) return { lookup: "trigrams" };
+  if (hasTrigramOfTwo(search)) return { lookup: "trigrams" };
   const pairs = charPairsOf(search);
   return pairs.length === 0
     ? { lookup: "chars", elements: lettersOf(search) }
@@ -197,8 +217,8 @@ export function wordPairsOf(search: string): string[] {
 
 /**
  * The matches of a search below a cursor, asked of the partitions of `posts` one at a time,
- * newest first, each through its own indexes: the trigram indexes for a term with a trigram
- * ({@link hasTrigrams}), the index of the posts' characters or of their pairs for the others
+ * newest first, each through its own indexes: the trigram indexes for a term with a trigram of
+ * two letters or digits ({@link hasTrigramOfTwo}), the index of the posts' characters or of their pairs for the others
  * ({@link lookupOf}). Why partitions: a
  * bitmap of a term over the whole table reads the posting lists of its trigrams over every post,
  * so its cost follows how common the trigrams are in the whole table, not how many matches the

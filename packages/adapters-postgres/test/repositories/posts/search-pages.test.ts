@@ -211,6 +211,7 @@ describeNeeding(postgres, "search pages on a PostgreSQL server", () => {
       "77",
       "777",
       "t 7",
+      "t 77",
       "5 v",
       "한",
       "j",
@@ -382,13 +383,20 @@ describeNeeding(postgres, "search pages on a PostgreSQL server", () => {
         );
       }
       for (const heap of walked) expect(indexesOf(heap)).toEqual(["posts_p0_pkey"]);
-      // No three letters or digits in a row, but a word that starts within the term ("  7"):
-      // the trigram indexes.
-      const startOfWord = await partitionScans("t 7");
+      // No three letters or digits in a row, but a word of two that starts within the term
+      // ("  7", " 77"): the trigram indexes. A word of one (`t 7`: "  7" alone, a word that
+      // starts with 7, as common as 7 is): the pairs of characters ("t ", " 7").
+      const startOfWord = await partitionScans("t 77");
       expect(startOfWord).toHaveLength(4);
       for (const plan of startOfWord) {
         expect(plan.scans.filter((scan) => scan.startsWith("Bitmap Index")).join()).toMatch(/title|content/);
         expect(plan.scans.join()).not.toMatch(/chars|Seq Scan/);
+      }
+      const startOfOne = await partitionScans("t 7");
+      expect(startOfOne).toHaveLength(4);
+      for (const plan of startOfOne) {
+        expect(plan.scans.filter((scan) => scan.startsWith("Bitmap Index")).join()).toMatch(/char_pairs/);
+        expect(plan.scans.join()).not.toMatch(/title|content|chars_idx|Seq Scan/);
       }
       // Two words each in a tenth of the posts or more, never one after the other, by an author
       // without a content longer than `post_word_pairs` reads (g = 11, which may hold any pair):
