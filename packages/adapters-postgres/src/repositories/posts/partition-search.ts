@@ -218,14 +218,13 @@ export function wordPairsOf(search: string): string[] {
 /**
  * The matches of a search below a cursor, asked of the partitions of `posts` one at a time,
  * newest first, each through its own indexes: the trigram indexes for a term with a trigram of
- * two letters or digits ({@link hasTrigramOfTwo}), the index of the posts' characters or of their pairs for the others
- * ({@link lookupOf}). Why partitions: a
- * bitmap of a term over the whole table reads the posting lists of its trigrams over every post,
- * so its cost follows how common the trigrams are in the whole table, not how many matches the
- * page needs; over one partition it is bounded by the partition's posts (at most
- * {@link POSTS_PARTITION_SPAN}), and the newest partitions come first, so a term whose matches
- * are old or lie in one stretch of ids is answered by the partition that holds them, not by
- * hundreds of pages that walk over the ones that do not.
+ * two letters or digits ({@link hasTrigramOfTwo}), the index of the posts' characters or of their
+ * pairs for the others ({@link lookupOf}). Why partitions: a bitmap of a term over the whole
+ * table reads the posting lists of its trigrams over every post, so its cost follows how common
+ * the trigrams are in the whole table, not how many matches the page needs; over one partition it
+ * is bounded by the partition's posts (at most {@link POSTS_PARTITION_SPAN}), and the newest
+ * partitions come first, so a term whose matches are old or lie in one stretch of ids is answered
+ * by the partition that holds them, not by hundreds of pages that walk over the ones that do not.
  */
 export class PartitionSearch {
   readonly #db: Kysely<Database>;
