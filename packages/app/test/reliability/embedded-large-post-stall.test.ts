@@ -12,8 +12,13 @@ const LARGE_CONTENT_BYTES = 16 * 1024 * 1024 - 4096;
 // What another client may wait while the large post is written or read
 // (docs/operations.md#on-a-postgresql-server): the database's statements never hold the event
 // loop, the body's JSON is parsed and the answer's written off it, and a GET of a post this
-// process wrote does not wait for the statement in front of it.
+// process wrote does not wait for the statement in front of it. What is left on the loop is
+// copying the text between threads and checking it: where one copy of the text alone takes
+// longer (a virtual machine whose page faults cost milliseconds a mebibyte), the bound is that
+// copy, measured on the machine just before, and the margin below.
 const BOUND_MS = 250;
+/** What a stall may take beyond one copy of the text between threads: checking it, and a turn. */
+const MARGIN_MS = 100;
 const PROBE_EVERY_MS = 20;
 
 /** When each phase of the large post's client began and ended, in ms since the epoch. */
@@ -28,6 +33,44 @@ interface LargePostOutcome {
 }
 
 /**
+ * The large post's content, of `bytes` bytes: words rather than one repeated character, so that
+ * the search index has trigrams to store, and Korean among them, so that the string is of two
+ * bytes a character, as it is in the service.
+ */
+const LARGE_CONTENT = `
+const words = "large post content with trigrams 본문 ";
+const some = words.repeat(Math.ceil(bytes / Buffer.byteLength(words))).slice(0, bytes / 4);
+const content = some + "x".repeat(bytes - Buffer.byteLength(some));
+`;
+
+/**
+ * How long the large post's content holds a thread's event loop when it is posted to another
+ * thread (`post`, its serialization) and when it is received (`receive`, its deserialization),
+ * each the longest of two tries: what the service's loop still pays for the post, on this machine.
+ */
+const COPY_COST = `
+const { parentPort, workerData } = require("node:worker_threads");
+const { bytes } = workerData;
+${LARGE_CONTENT}
+const costs = { post: 0, receive: 0 };
+const copy = (tries) => {
+  const { port1, port2 } = new MessageChannel();
+  let posted = 0;
+  port2.once("message", () => {
+    costs.receive = Math.max(costs.receive, performance.now() - posted);
+    port1.close();
+    if (tries > 1) copy(tries - 1);
+    else parentPort.postMessage(costs);
+  });
+  const started = performance.now();
+  port1.postMessage(content + tries);
+  posted = performance.now();
+  costs.post = Math.max(costs.post, posted - started);
+};
+copy(2);
+`;
+
+/**
  * Creates a post of `bytes` bytes of content, then reads it back, and posts a
  * {@link LargePostOutcome}. It runs in a thread of its own, so that building and parsing 16 MiB
  * of JSON delays no probe: the probes time the service alone.
@@ -36,10 +79,7 @@ const LARGE_POST_CLIENT = `
 const { parentPort, workerData } = require("node:worker_threads");
 const { url, token, bytes } = workerData;
 const now = () => performance.timeOrigin + performance.now();
-// Words rather than one repeated character, so that the search index has trigrams to store.
-const words = "large post content with trigrams 본문 ";
-const some = words.repeat(Math.ceil(bytes / Buffer.byteLength(words))).slice(0, bytes / 4);
-const content = some + "x".repeat(bytes - Buffer.byteLength(some));
+${LARGE_CONTENT}
 const body = JSON.stringify({ title: "large", content });
 (async () => {
   const writeFrom = now();
@@ -126,7 +166,7 @@ describe("the embedded database (PGlite) and a post of BODY_LIMIT, as a real pro
     await rm(dataDir, { recursive: true, force: true });
   });
 
-  it(`keeps /health and GETs of other posts within ${BOUND_MS} ms while a post of BODY_LIMIT is written and read`, async () => {
+  it(`keeps /health and GETs of other posts within ${BOUND_MS} ms (or one copy of its text between threads, where that alone takes longer) while a post of BODY_LIMIT is written and read`, async () => {
     const { token } = await registerAndLogIn(url);
     const create = async (title: string) => {
       const created = await fetch(`${url}/api/v1/posts`, {
@@ -141,6 +181,11 @@ describe("the embedded database (PGlite) and a post of BODY_LIMIT, as a real pro
     expect((await fetch(`${url}${readBefore}`)).status).toBe(200);
     // Never read before the large post: its first GET comes while the large post is written.
     const unreadBefore = await create("not read before");
+
+    const copying = await firstMessage<{ post: number; receive: number }>(
+      new Worker(COPY_COST, { eval: true, workerData: { bytes: LARGE_CONTENT_BYTES } }),
+    );
+    const bound = Math.max(BOUND_MS, MARGIN_MS + Math.max(copying.post, copying.receive));
 
     const prober = new Worker(PROBER, {
       eval: true,
@@ -176,7 +221,9 @@ describe("the embedded database (PGlite) and a post of BODY_LIMIT, as a real pro
       .join("; ");
     console.log(
       `${summary} (written in ${Math.round(outcome.writeTo - outcome.writeFrom)} ms, ` +
-        `read in ${Math.round(outcome.readTo - outcome.writeTo)} ms)`,
+        `read in ${Math.round(outcome.readTo - outcome.writeTo)} ms; one copy of the text between ` +
+        `threads here: ${Math.round(copying.post)} ms to post, ${Math.round(copying.receive)} ms ` +
+        `to receive; bound ${Math.round(bound)} ms)`,
     );
     for (const phase of Object.values(phases)) {
       for (const path of ["/health", readBefore, unreadBefore]) {
@@ -185,7 +232,7 @@ describe("the embedded database (PGlite) and a post of BODY_LIMIT, as a real pro
           phase.some((probe) => probe.path === path),
           summary,
         ).toBe(true);
-        expect(slowest(phase, path), summary).toBeLessThan(BOUND_MS);
+        expect(slowest(phase, path), summary).toBeLessThan(bound);
       }
     }
   }, 180_000);
