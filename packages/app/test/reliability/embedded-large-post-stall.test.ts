@@ -13,9 +13,9 @@ const LARGE_CONTENT_BYTES = 16 * 1024 * 1024 - 4096;
 // (docs/operations.md#on-a-postgresql-server): the database's statements never hold the event
 // loop, the body's JSON is parsed and the answer's written off it, and a GET of a post this
 // process wrote does not wait for the statement in front of it. What is left on the loop is
-// copying the text between threads and checking it: where one copy of the text alone takes
-// longer (a virtual machine whose page faults cost milliseconds a mebibyte), the bound is that
-// copy, measured on the machine just before, and the margin below.
+// copying the text between threads and checking it: where copying the text from one thread to
+// another alone takes longer (a virtual machine whose page faults cost milliseconds a mebibyte),
+// the bound is that copy, measured on the machine just before, and the margin below.
 const BOUND_MS = 250;
 /** What a stall may take beyond one copy of the text between threads: checking it, and a turn. */
 const MARGIN_MS = 100;
@@ -45,29 +45,29 @@ const content = some + "x".repeat(bytes - Buffer.byteLength(some));
 
 /**
  * How long the large post's content holds a thread's event loop when it is posted to another
- * thread (`post`, its serialization) and when it is received (`receive`, its deserialization),
- * each the longest of two tries: what the service's loop still pays for the post, on this machine.
+ * thread (its serialization) and then received there (its deserialization): the longest of two
+ * tries after a first one, unmeasured, that makes the string flat (it is built of two, as the
+ * service's is not). The service's loop does both for a large post in one turn, each way: it
+ * receives the body from the JSON thread and posts the statement to the database's, and receives
+ * the row from the database's thread and posts the post to the JSON thread to be written.
  */
 const COPY_COST = `
 const { parentPort, workerData } = require("node:worker_threads");
 const { bytes } = workerData;
 ${LARGE_CONTENT}
-const costs = { post: 0, receive: 0 };
+let longest = 0;
 const copy = (tries) => {
   const { port1, port2 } = new MessageChannel();
-  let posted = 0;
+  const started = performance.now();
   port2.once("message", () => {
-    costs.receive = Math.max(costs.receive, performance.now() - posted);
+    if (tries <= 2) longest = Math.max(longest, performance.now() - started);
     port1.close();
     if (tries > 1) copy(tries - 1);
-    else parentPort.postMessage(costs);
+    else parentPort.postMessage(longest);
   });
-  const started = performance.now();
-  port1.postMessage(content + tries);
-  posted = performance.now();
-  costs.post = Math.max(costs.post, posted - started);
+  port1.postMessage(content);
 };
-copy(2);
+copy(3);
 `;
 
 /**
@@ -166,7 +166,7 @@ describe("the embedded database (PGlite) and a post of BODY_LIMIT, as a real pro
     await rm(dataDir, { recursive: true, force: true });
   });
 
-  it(`keeps /health and GETs of other posts within ${BOUND_MS} ms (or one copy of its text between threads, where that alone takes longer) while a post of BODY_LIMIT is written and read`, async () => {
+  it(`keeps /health and GETs of other posts within ${BOUND_MS} ms (or a copy of its text from one thread to another, where that alone takes longer) while a post of BODY_LIMIT is written and read`, async () => {
     const { token } = await registerAndLogIn(url);
     const create = async (title: string) => {
       const created = await fetch(`${url}/api/v1/posts`, {
@@ -182,10 +182,10 @@ describe("the embedded database (PGlite) and a post of BODY_LIMIT, as a real pro
     // Never read before the large post: its first GET comes while the large post is written.
     const unreadBefore = await create("not read before");
 
-    const copying = await firstMessage<{ post: number; receive: number }>(
+    const copying = await firstMessage<number>(
       new Worker(COPY_COST, { eval: true, workerData: { bytes: LARGE_CONTENT_BYTES } }),
     );
-    const bound = Math.max(BOUND_MS, MARGIN_MS + Math.max(copying.post, copying.receive));
+    const bound = Math.max(BOUND_MS, MARGIN_MS + copying);
 
     const prober = new Worker(PROBER, {
       eval: true,
@@ -221,9 +221,8 @@ describe("the embedded database (PGlite) and a post of BODY_LIMIT, as a real pro
       .join("; ");
     console.log(
       `${summary} (written in ${Math.round(outcome.writeTo - outcome.writeFrom)} ms, ` +
-        `read in ${Math.round(outcome.readTo - outcome.writeTo)} ms; one copy of the text between ` +
-        `threads here: ${Math.round(copying.post)} ms to post, ${Math.round(copying.receive)} ms ` +
-        `to receive; bound ${Math.round(bound)} ms)`,
+        `read in ${Math.round(outcome.readTo - outcome.writeTo)} ms; the text posted to another ` +
+        `thread and received there in ${Math.round(copying)} ms on this machine; bound ${Math.round(bound)} ms)`,
     );
     for (const phase of Object.values(phases)) {
       for (const path of ["/health", readBefore, unreadBefore]) {
