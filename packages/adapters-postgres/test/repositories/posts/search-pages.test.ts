@@ -472,9 +472,10 @@ describeNeeding(postgres, "search pages on a PostgreSQL server", () => {
       asked.length = 0;
       const narrow = new PostgresPostRepository(server, { searchBudget: BUDGET, searchStatementMatches: 16 });
       const page = await narrow.searchPage({ limit: 21, search: "cluster" });
-      const stretches = asked.map(stretchOf).filter((stretch) => stretch !== undefined);
-      const holding = stretches.filter((stretch) => stretch.from <= big && big < stretch.below);
-      return { ids: page.posts.map((post) => post.id), stretches, holding };
+      const holding = asked
+        .map(stretchOf)
+        .filter((stretch) => stretch !== undefined && stretch.from <= big && big < stretch.below);
+      return { ids: page.posts.map((post) => post.id), holding };
     };
     /** Blocks of the oldest partition's TOAST table read so far, hits included, flushed by this connection. */
     const toastBlocks = async () => {
