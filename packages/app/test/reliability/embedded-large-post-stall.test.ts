@@ -57,8 +57,7 @@ const { parentPort, workerData, Worker } = require("node:worker_threads");
 const { bytes } = workerData;
 ${LARGE_CONTENT}
 const relay = new Worker(
-  \`const { parentPort } = require("node:worker_threads");
-   const { Worker } = require("node:worker_threads");
+  \`const { parentPort, Worker } = require("node:worker_threads");
    const sink = new Worker('require("node:worker_threads").parentPort.on("message", () => {})', { eval: true });
    parentPort.on("message", (text) => {
      sink.postMessage(text);

@@ -367,10 +367,11 @@ export class PartitionSearch {
       if (range === undefined) rows = await whole[variant(values.authorId)][lookup](asked, connection);
       else {
         const statements = ranged[variant(values.authorId)];
-        rows = to - from <= this.#walkedIds ? await statements.walk(asked, connection) : [];
+        const walkable = to - from <= this.#walkedIds;
+        rows = walkable ? await statements.walk(asked, connection) : [];
         // A stretch too large to walk, or one holding a post too large to walk, is asked through
         // the term's index.
-        if (to - from > this.#walkedIds || rows[0]?.unwalked === true) {
+        if (!walkable || rows[0]?.unwalked === true) {
           rows = await statements[lookup](asked, connection);
         }
       }
