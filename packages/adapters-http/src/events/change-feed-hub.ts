@@ -98,7 +98,7 @@ export class ChangeFeedHub {
     for (let i = after - first.number + 1; i < this.#tail.length && bytes < maxBytes; i++) {
       const message = this.#tail[i] as FeedMessage;
       messages.push(message);
-      bytes += message.bytes.length;
+      bytes += message.byteLength;
     }
     return messages;
   }
@@ -143,7 +143,7 @@ export class ChangeFeedHub {
           this.#batches.delete(key);
           return;
         }
-        entry.bytes = read.reduce((sum, message) => sum + message.bytes.length, 0);
+        entry.bytes = read.reduce((sum, message) => sum + message.byteLength, 0);
         this.#batchBytes += entry.bytes;
         this.#evictBatches();
       },
@@ -237,9 +237,9 @@ export class ChangeFeedHub {
 
   #append(message: FeedMessage): void {
     this.#tail.push(message);
-    this.#tailBytes += message.bytes.length;
+    this.#tailBytes += message.byteLength;
     while (this.#tail.length > TAIL_EVENTS || (this.#tailBytes > TAIL_BYTES && this.#tail.length > 1)) {
-      this.#tailBytes -= (this.#tail.shift() as FeedMessage).bytes.length;
+      this.#tailBytes -= (this.#tail.shift() as FeedMessage).byteLength;
     }
   }
 }

@@ -208,7 +208,7 @@ export class EventStreams {
   // streams is never one turn of the event loop spent copying it into every socket.
   async #send(response: ServerResponse, position: number, messages: readonly FeedMessage[]): Promise<number> {
     const oldest = (messages[0] as FeedMessage).number;
-    const chunks = messages.map((message) => message.bytes);
+    const chunks = messages.flatMap((message) => message.chunks);
     if (oldest !== position + 1) chunks.unshift(Buffer.from(resetMessage(oldest)));
     // A comment written between two slices of a message would land inside its data line.
     this.#writing.add(response);

@@ -7,7 +7,7 @@ import { ChangeFeedHub } from "../events/change-feed-hub.js";
 import type { CloudEventRenderer } from "../events/cloud-event.js";
 import type { EventFeedStats } from "../events/event-feed-stats.js";
 import { DEFAULT_STALL_MS, EventStreams, MAX_HEARTBEAT_MS } from "../events/event-stream.js";
-import { encodeInSlices } from "../events/feed-message.js";
+import { byteLengthOf, encodeInSlices } from "../events/feed-message.js";
 import { FeedReaders } from "../events/feed-readers.js";
 import { type StreamCapSettings, StreamCaps } from "../events/stream-caps.js";
 import { acceptsEventStream } from "../http/event-stream-negotiation.js";
@@ -54,6 +54,11 @@ const MESSAGES = {
   gone: (oldest: number) =>
     `보존 기간이 지난 이벤트는 남아 있지 않습니다. 가장 오래된 이벤트는 ${oldest}번입니다.`,
 } as const;
+
+/** A JSON page of the feed as read: its body's chunks, or the oldest event kept when it starts before it. */
+type PageRead =
+  | { readonly body: readonly Buffer[]; readonly byteLength: number }
+  | { readonly oldest: number };
 
 /** A non-negative safe integer written in decimal digits, or undefined for anything else. */
 function counting(value: unknown): number | undefined {
@@ -119,32 +124,31 @@ const plugin: FastifyPluginCallback<EventRoutesOptions> = (app, options, done) =
     next();
   });
 
-  // A page as read: its body, or the oldest event kept when it starts before it.
-  const readPage = async (from: number, limit: number): Promise<{ body: Buffer } | { oldest: number }> => {
+  const readPage = async (from: number, limit: number): Promise<PageRead> => {
     const events = await options.log.readAfter(from, limit, PAGE_MAX_BYTES);
     const oldest = events[0]?.number;
     if (oldest !== undefined && oldest !== from + 1) return { oldest };
     // The log bounds the text of the posts; the page stops at its rendered bytes, which are more.
-    // The events are encoded one by one, a large content a slice at a time, and the page is one
-    // copy of their bytes: never the whole page as text as well.
-    const parts: Buffer[] = [];
+    // The events are encoded one by one, a large content a slice at a time, and the page is their
+    // slices, never joined (encodeInSlices says why): never the whole page as text either.
+    const body: Buffer[] = [];
     let bytes = 0;
     let next = from;
     for (const event of events) {
       if (bytes >= PAGE_MAX_BYTES) break;
-      const opening = parts.length === 0 ? '{"events":[' : ",";
+      const opening = body.length === 0 ? '{"events":[' : ",";
       const json = await encodeInSlices(event, options.render, opening, "");
-      parts.push(json);
-      bytes += json.length - opening.length;
+      body.push(...json);
+      bytes += byteLengthOf(json) - opening.length;
       next = event.number;
     }
-    parts.push(Buffer.from(`${parts.length === 0 ? '{"events":[' : ""}],"next":${next}}`));
-    return { body: Buffer.concat(parts) };
+    body.push(Buffer.from(`${body.length === 0 ? '{"events":[' : ""}],"next":${next}}`));
+    return { body, byteLength: byteLengthOf(body) };
   };
   // The pages being read, by where they start and their limit: the same page asked for while it
   // is read waits for that read instead of reading and rendering the same megabytes again, and
   // its answer is the same bytes. Only while it is read: a page read earlier may lack new events.
-  const pagesBeingRead = new Map<string, Promise<{ body: Buffer } | { oldest: number }>>();
+  const pagesBeingRead = new Map<string, Promise<PageRead>>();
 
   // One page, read during one of the readers' turns, held until the client has taken the page:
   // pages of large posts asked for at once wait in line instead of each holding megabytes.
@@ -186,8 +190,8 @@ const plugin: FastifyPluginCallback<EventRoutesOptions> = (app, options, done) =
       return reply
         .header("content-type", JSON_TYPE)
         .header("cache-control", "no-cache")
-        .header("content-length", page.body.length)
-        .send(page.body.length > WRITE_SLICE_BYTES ? pacedReadable([page.body]) : page.body);
+        .header("content-length", page.byteLength)
+        .send(page.byteLength > WRITE_SLICE_BYTES ? pacedReadable(page.body) : Buffer.concat(page.body));
     } finally {
       if (!sent) release?.();
     }

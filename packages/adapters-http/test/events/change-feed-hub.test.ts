@@ -155,7 +155,7 @@ describe("ChangeFeedHub", () => {
     ]);
     expect(log.reads).toBe(1);
     // The very same bytes: held once, however many streams write them.
-    expect(together[1]?.[0]?.bytes).toBe(together[0]?.[0]?.bytes);
+    expect(together[1]?.[0]?.chunks).toBe(together[0]?.[0]?.chunks);
     expect(numbers(await feed.readLog(0, 4, 1_000_000))).toEqual([1, 2, 3, 4]);
     expect(numbers(await feed.readLog(4, 4, 1_000_000))).toEqual([5, 6, 7, 8]);
     expect(log.reads).toBe(2);
