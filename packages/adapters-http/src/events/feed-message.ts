@@ -1,5 +1,6 @@
 import { setImmediate as nextTurn } from "node:timers/promises";
 import type { PostChangeEvent } from "@posts/domain";
+import { CONTENT_PART_CHARACTERS, escapedInParts } from "../routes/post-serializer.js";
 import type { CloudEventRenderer } from "./cloud-event.js";
 
 /**
@@ -42,7 +43,7 @@ export function byteLengthOf(chunks: readonly Buffer[]): number {
   return bytes;
 }
 
-/** The most UTF-16 code units of a content escaped and encoded in one go. */
+/** About the most UTF-16 code units of a content escaped and encoded in one turn of the event loop. */
 export const SLICE_UNITS = 512 * 1024;
 const EMPTY_CONTENT = '"content":""';
 
@@ -50,7 +51,7 @@ const EMPTY_CONTENT = '"content":""';
  * `before`, the CloudEvent `render` makes of `event`, and `after`, in UTF-8, as chunks: joined,
  * the bytes of `Buffer.from(before + render(event) + after)`. A content longer than
  * {@link SLICE_UNITS} is escaped and encoded a slice at a time, with a turn of the event loop
- * between slices: escaping and encoding a post of 10 MB in one go holds the loop for tens of
+ * between slices (each slice in parts, `escapedInParts`): escaping and encoding a post of 10 MB in one go holds the loop for tens of
  * milliseconds, and the requests waiting behind it (a health check) with it. The slices are never
  * joined: one buffer of the whole would be megabytes of fresh memory touched in one turn, which
  * costs tens of milliseconds more where the kernel is slow to map pages (a virtual machine's).
@@ -69,15 +70,17 @@ export async function encodeInSlices(
   // JSON-escaped, so its quotes are preceded by a backslash: the first `"content":""` is the field.
   const json = render({ ...event, post: { ...event.post, content: "" } });
   const at = json.indexOf(EMPTY_CONTENT) + EMPTY_CONTENT.length - 1;
-  const parts = [Buffer.from(before + json.slice(0, at))];
-  for (let start = 0; start < content.length; ) {
-    let end = Math.min(start + SLICE_UNITS, content.length);
-    // A surrogate pair stays in one slice: JSON.stringify escapes a lone half of one.
-    const last = content.charCodeAt(end - 1);
-    if (end < content.length && last >= 0xd800 && last <= 0xdbff) end--;
-    parts.push(Buffer.from(JSON.stringify(content.slice(start, end)).slice(1, -1)));
-    start = end;
-    await nextTurn();
+  const parts: Buffer[] = [Buffer.from(before + json.slice(0, at))];
+  // In parts of 32 Ki characters, whose strings and buffers are small objects of memory in reuse;
+  // one of 512 Ki would be a new large object on V8's heap, fresh pages, at each slice.
+  let units = 0;
+  for (const part of escapedInParts(content)) {
+    parts.push(part);
+    units += CONTENT_PART_CHARACTERS;
+    if (units >= SLICE_UNITS) {
+      units = 0;
+      await nextTurn();
+    }
   }
   parts.push(Buffer.from(json.slice(at) + after));
   return parts;

@@ -132,14 +132,22 @@ function* contentInParts(post: Post, format: TimestampFormatter): Generator<Buff
   // The first `,"content":"` is the property's: a title's quotes are escaped, so no title holds it.
   const at = around.indexOf(CONTENT_KEY) + CONTENT_KEY.length;
   yield Buffer.from(around.slice(0, at));
-  const { content } = post;
-  for (let start = 0; start < content.length; ) {
-    let end = Math.min(start + CONTENT_PART_CHARACTERS, content.length);
-    if (end < content.length && isHighSurrogate(content.charCodeAt(end - 1))) end--;
-    yield Buffer.from(JSON.stringify(content.slice(start, end)).slice(1, -1));
+  yield* escapedInParts(post.content);
+  yield Buffer.from(around.slice(at));
+}
+
+/**
+ * `text` JSON-escaped (as inside a JSON string's quotes) and encoded in UTF-8, in parts of at most
+ * {@link CONTENT_PART_CHARACTERS} characters each, a surrogate pair never split: joined, the bytes
+ * of `JSON.stringify(text)` without its quotes.
+ */
+export function* escapedInParts(text: string): Generator<Buffer> {
+  for (let start = 0; start < text.length; ) {
+    let end = Math.min(start + CONTENT_PART_CHARACTERS, text.length);
+    if (end < text.length && isHighSurrogate(text.charCodeAt(end - 1))) end--;
+    yield Buffer.from(JSON.stringify(text.slice(start, end)).slice(1, -1));
     start = end;
   }
-  yield Buffer.from(around.slice(at));
 }
 
 function isHighSurrogate(code: number): boolean {
