@@ -10,7 +10,7 @@ import type { CloudEventRenderer } from "./cloud-event.js";
  */
 export interface FeedMessage {
   readonly number: number;
-  /** The message's bytes, in order: those of a large content in slices, never joined. */
+  /** The message's bytes, in order: those of a large content in parts, never joined. */
   readonly chunks: readonly Buffer[];
   /** The sum of the chunks' lengths. */
   readonly byteLength: number;
@@ -50,11 +50,12 @@ const EMPTY_CONTENT = '"content":""';
 /**
  * `before`, the CloudEvent `render` makes of `event`, and `after`, in UTF-8, as chunks: joined,
  * the bytes of `Buffer.from(before + render(event) + after)`. A content longer than
- * {@link SLICE_UNITS} is escaped and encoded a slice at a time, with a turn of the event loop
- * between slices (each slice in parts, `escapedInParts`): escaping and encoding a post of 10 MB in one go holds the loop for tens of
- * milliseconds, and the requests waiting behind it (a health check) with it. The slices are never
- * joined: one buffer of the whole would be megabytes of fresh memory touched in one turn, which
- * costs tens of milliseconds more where the kernel is slow to map pages (a virtual machine's).
+ * {@link SLICE_UNITS} is escaped and encoded in parts (`escapedInParts`), with a turn of the event
+ * loop after each {@link SLICE_UNITS} of them: escaping and encoding a post of 10 MB in one go
+ * holds the loop for tens of milliseconds, and the requests waiting behind it (a health check)
+ * with it. The parts are never joined: one buffer of the whole would be megabytes of fresh memory
+ * touched in one turn, which costs tens of milliseconds more where the kernel is slow to map
+ * pages (a virtual machine's).
  */
 export async function encodeInSlices(
   event: PostChangeEvent,
@@ -71,8 +72,8 @@ export async function encodeInSlices(
   const json = render({ ...event, post: { ...event.post, content: "" } });
   const at = json.indexOf(EMPTY_CONTENT) + EMPTY_CONTENT.length - 1;
   const parts: Buffer[] = [Buffer.from(before + json.slice(0, at))];
-  // In parts of 32 Ki characters, whose strings and buffers are small objects of memory in reuse;
-  // one of 512 Ki would be a new large object on V8's heap, fresh pages, at each slice.
+  // In parts of 32 Ki characters, whose strings and buffers are small objects in memory V8 and
+  // malloc reuse; a part of 512 Ki would be a new large object on V8's heap, fresh pages, each time.
   let units = 0;
   for (const part of escapedInParts(content)) {
     parts.push(part);
