@@ -7,6 +7,7 @@ import { type Options, sizeLabel } from "../options.js";
 import { freePorts, type ServerProcess, startServer } from "../servers/server-process.js";
 import type { TokenSettings } from "../servers/tokens.js";
 import {
+  BASELINE_MAIN,
   type Contestant,
   keep,
   log,
@@ -27,21 +28,26 @@ import { type Fixture, SCENARIOS, type Scenario } from "./scenarios.js";
 import { measureTimeTo20, searchPopulation } from "./search-population.js";
 import { type SeededDatabase, seededDatabase, warmDatabase } from "./seeded-database.js";
 
-/** One table size of the curve: its database, the service running on it, and what its scenarios know of it. */
+/**
+ * One table size of the curve: its database, the service and the baseline running on it, and
+ * what its scenarios know of it.
+ */
 interface Side {
   readonly database: SeededDatabase;
   readonly server: ServerProcess;
+  readonly baseline: ServerProcess;
   readonly fixture: Fixture;
 }
 
 /**
  * `pnpm bench -- --curve`: how the service's latency grows with the table, in one run.
  * Seeds (or with --reuse-database reuses) the bench database and a larger one beside it, starts
- * the service on each, and measures each scenario of {@link CURVE_SCENARIOS} (those of `--only`)
- * with the two services as contestants of the same rounds, in alternating slices, as a run
- * measures the service against the baseline: the curve from two runs twenty minutes apart moved
- * with the machine as much as with the table (bench/RESULTS.md). Prints each round, then the
- * curve and its verdicts, and keeps the rounds in bench/results/.
+ * the service and the baseline on each, and measures each scenario of {@link CURVE_SCENARIOS}
+ * (those of `--only`) with the four as contestants of the same rounds, in alternating slices, as
+ * a run measures the service against the baseline: the curve from two runs twenty minutes apart
+ * moved with the machine as much as with the table (bench/RESULTS.md), and the baseline's growth
+ * says what the stack itself grows by. Prints each round, then the curve and its verdicts, and
+ * keeps the rounds in bench/results/.
  */
 export async function runCurve(options: Options): Promise<void> {
   if (!existsSync(SERVICE_MAIN))
@@ -56,12 +62,19 @@ export async function runCurve(options: Options): Promise<void> {
     databases.push(await seededDatabase(options, options.curveDatabase, options.curvePosts, tokens));
     // Read in once both are seeded, since seeding the larger pushes the smaller out of the cache.
     for (const database of databases) await warmDatabase(database);
-    const ports = await freePorts(databases.length);
+    const ports = await freePorts(databases.length * 2);
     const sides: Side[] = [];
     for (const [i, database] of databases.entries()) {
-      const server = await startService(database, ports[i], options, tokens);
+      const server = await startOn(database, "service", ports[2 * i], options, tokens);
       servers.push(server);
-      sides.push({ database, server, fixture: makeFixture({ ...options, posts: database.posts }, tokens) });
+      const baseline = await startOn(database, "baseline", ports[2 * i + 1], options, tokens);
+      servers.push(baseline);
+      sides.push({
+        database,
+        server,
+        baseline,
+        fixture: makeFixture({ ...options, posts: database.posts }, tokens),
+      });
     }
     log(servers.map((s) => `${s.name} pid ${s.pid} at ${s.url}`).join(", "));
 
@@ -126,28 +139,31 @@ function curveScenarios(only: readonly string[]): Scenario[] {
 }
 
 /**
- * The service on `database`, named after its size (service-1m), with its own application_name
- * there, by which its backends' CPU is measured.
+ * The service or the baseline on `database`, named after its size (service-1m, baseline-1m),
+ * with its own application_name there, by which its backends' CPU is measured.
  */
-function startService(
+function startOn(
   database: SeededDatabase,
+  kind: "service" | "baseline",
   port: number | undefined,
   options: Options,
   tokens: TokenSettings,
 ): Promise<ServerProcess> {
-  const name = `service-${sizeLabel(database.posts)}`;
+  const name = `${kind}-${sizeLabel(database.posts)}`;
   const env = {
     ...serverEnv(tokens, database.url),
     PORT: String(port),
     DATABASE_URL: serverDatabaseUrl(database.url, name),
   };
-  return startServer(name, serviceArgs(options.serviceNodeArgs), env, logFile(name));
+  const args = kind === "service" ? serviceArgs(options.serviceNodeArgs) : [BASELINE_MAIN];
+  return startServer(name, args, env, logFile(name));
 }
 
 /**
  * One scenario of the curve: each side's workload prepared from its own fixture (a post id, a
- * deep page's cursor, depends on the table's size), the sides measured as contestants of the same
- * rounds, each with the CPU of its backends read on its own database.
+ * deep page's cursor, depends on the table's size), the service and the baseline of both sides
+ * measured as contestants of the same rounds, each with the CPU of its backends read on its own
+ * database: the baseline's growth is what the stack itself grows by on these tables.
  */
 async function measureCurveScenario(
   scenario: Scenario,
@@ -157,15 +173,21 @@ async function measureCurveScenario(
   const contestants: Contestant[] = [];
   for (const side of sides) {
     const { workload } = await scenario.prepare(side.fixture, side.server.url);
-    contestants.push({
-      name: side.server.name,
-      server: side.server,
-      workload,
-      database: side.database.client,
-    });
+    for (const server of [side.server, side.baseline])
+      contestants.push({ name: server.name, server, workload, database: side.database.client });
   }
-  const [small = [], large = []] = await measureRounds(scenario.name, contestants, options);
-  return { name: scenario.name, description: scenario.description, small, large };
+  const [small = [], baselineSmall = [], large = [], baselineLarge = []] = await measureRounds(
+    scenario.name,
+    contestants,
+    options,
+  );
+  return {
+    name: scenario.name,
+    description: scenario.description,
+    small,
+    large,
+    baseline: { small: baselineSmall, large: baselineLarge },
+  };
 }
 
 const sizeOf = (side: Side) => ({ server: side.server.name, posts: side.database.posts });

@@ -49,6 +49,11 @@ export interface CurveScenarioRuns {
   readonly description: string;
   readonly small: readonly Round[];
   readonly large: readonly Round[];
+  /**
+   * The baseline's rounds on each table, round i in the same round as the service's: how much
+   * the stack itself grows. Absent from runs kept before the curve measured it.
+   */
+  readonly baseline?: { readonly small: readonly Round[]; readonly large: readonly Round[] };
 }
 
 /** A table size of a `--curve` run, and the name of the service measured on it. */
