@@ -100,7 +100,7 @@ describe("the curve measured in one run, both sizes in the same rounds", () => {
     );
   });
 
-  it("judges a growth past 1.3× against the baseline's on the same tables in the same rounds", () => {
+  it("shows the baseline's growth beside the service's, and judges the service's alone", () => {
     const withBaseline = (
       run: CurveScenarioRuns,
       small: readonly [number, number][],
@@ -112,29 +112,21 @@ describe("the curve measured in one run, both sizes in the same rounds", () => {
         large: large.map(([p50, p99]) => round(p50, p99)),
       },
     });
-    // The service grew 1.8× in both; the baseline 1.7× (within 10 %: PASS) and 1.5× (FAIL).
+    // The service grew 1.8×, the baseline 1.7× on the same tables: still past the bound.
     const service = scenario("get-one", [[10, 30]], [[18, 54]]);
-    const stackGrows = withBaseline(service, [[20, 40]], [[34, 68]]);
-    const serviceGrowsMore = withBaseline({ ...service, name: "list-first" }, [[20, 40]], [[30, 60]]);
-    // Within 1.3× itself, whatever the baseline did.
-    const small = withBaseline(scenario("create", [[10, 20]], [[12, 24]]), [[10, 20]], [[10, 20]]);
-    const curve = results([stackGrows, serviceGrowsMore, small]);
+    const both = withBaseline(service, [[20, 40]], [[34, 68]]);
+    const small = withBaseline(scenario("create", [[10, 20]], [[12, 24]]), [[10, 20]], [[30, 60]]);
+    const curve = results([both, small]);
     const rows = pairedCurve(curve);
     expect(rows.map((row) => [row.scenario, row.pass])).toEqual([
-      ["get-one", true],
-      ["list-first", false],
+      ["get-one", false],
       ["create", true],
     ]);
     expect(rows[0]?.baselineGrowth).toEqual({ p50: expect.closeTo(1.7, 9), p99: expect.closeTo(1.7, 9) });
     const table = renderPairedCurve(curve);
-    expect(table).toContain(
-      "| growth p50 / p99 | the baseline's growth p50 / p99 | ≤ 1.3×, or ≤ 1.1× the baseline's |",
-    );
-    expect(table).toContain("| get-one | 10.00 / 30.00 | 18.00 / 54.00 | 1.80 / 1.80 | 1.70 / 1.70 | PASS |");
-    expect(table).toContain(
-      "| list-first | 10.00 / 30.00 | 18.00 / 54.00 | 1.80 / 1.80 | 1.50 / 1.50 | FAIL |",
-    );
-    expect(table).toContain("Grew by more than 1.3× and 1.1× the baseline's growth: list-first.");
+    expect(table).toContain("| growth p50 / p99 | the baseline's growth p50 / p99 | ≤ 1.3× |");
+    expect(table).toContain("| get-one | 10.00 / 30.00 | 18.00 / 54.00 | 1.80 / 1.80 | 1.70 / 1.70 | FAIL |");
+    expect(table).toContain("| create | 10.00 / 20.00 | 12.00 / 24.00 | 1.20 / 1.20 | 3.00 / 3.00 | PASS |");
     // A run kept before the baseline was measured has no such column.
     expect(renderPairedCurve(results([service]))).not.toContain("the baseline's growth");
   });

@@ -45,9 +45,9 @@ interface Side {
  * the service and the baseline on each, and measures each scenario of {@link CURVE_SCENARIOS}
  * (those of `--only`) with the four as contestants of the same rounds, in alternating slices, as
  * a run measures the service against the baseline: the curve from two runs twenty minutes apart
- * moved with the machine as much as with the table (bench/RESULTS.md), and the baseline's growth
- * says what the stack itself grows by. Prints each round, then the curve and its verdicts, and
- * keeps the rounds in bench/results/.
+ * moved with the machine as much as with the table (bench/RESULTS.md), and the baseline's growth,
+ * shown beside the service's, says what the same statements cost more on the larger table.
+ * Prints each round, then the curve and its verdicts, and keeps the rounds in bench/results/.
  */
 export async function runCurve(options: Options): Promise<void> {
   if (!existsSync(SERVICE_MAIN))
@@ -163,7 +163,7 @@ function startOn(
  * One scenario of the curve: each side's workload prepared from its own fixture (a post id, a
  * deep page's cursor, depends on the table's size), the service and the baseline of both sides
  * measured as contestants of the same rounds, each with the CPU of its backends read on its own
- * database: the baseline's growth is what the stack itself grows by on these tables.
+ * database: the baseline's growth is what the same statements cost more on the larger table.
  */
 async function measureCurveScenario(
   scenario: Scenario,
