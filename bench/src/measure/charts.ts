@@ -50,8 +50,8 @@ export interface CurveScenarioRuns {
   readonly small: readonly Round[];
   readonly large: readonly Round[];
   /**
-   * The baseline's rounds on each table, round i in the same round as the service's: how much
-   * the stack itself grows. Absent from runs kept before the curve measured it.
+   * The baseline's rounds on each table, round i in the same round as the service's: what the
+   * same statements cost more on the larger table. Absent from runs kept before the curve measured it.
    */
   readonly baseline?: { readonly small: readonly Round[]; readonly large: readonly Round[] };
 }
