@@ -3,6 +3,7 @@ import type { FastifyPluginCallback, FastifyRequest } from "fastify";
 import fp from "fastify-plugin";
 import type { SendEnvelope } from "../errors/error-envelope.js";
 import { HTTP_MESSAGES } from "../errors/http-messages.js";
+import { addBodyPreParsing } from "./body-routes.js";
 
 // What the JSON parser decodes: UTF-8 (RFC 8259 §8.1), under either of its labels.
 const UTF8_CHARSETS = new Set(["utf-8", "utf8"]);
@@ -41,7 +42,7 @@ export interface BodyEncodingCheckOptions {
 
 const plugin: FastifyPluginCallback<BodyEncodingCheckOptions> = (app, { sendEnvelope }, done) => {
   // preParsing: after every onRequest hook (401, 403, 404, 405 come first) and before the body is read.
-  app.addHook("preParsing", (request, reply, payload, next) => {
+  addBodyPreParsing(app, (request, reply, payload, next) => {
     if (!declaresBody(request)) {
       next(null, payload);
       return;

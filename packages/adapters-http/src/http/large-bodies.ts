@@ -2,6 +2,7 @@ import type { ServerResponse } from "node:http";
 import { Transform, type TransformCallback } from "node:stream";
 import type { FastifyPluginCallback, FastifyReply } from "fastify";
 import fp from "fastify-plugin";
+import { addBodyPreParsing } from "./body-routes.js";
 import type { ByteBudget } from "./byte-budget.js";
 
 /**
@@ -97,7 +98,7 @@ const plugin: FastifyPluginCallback<LargeBodiesOptions> = (app, options, done) =
   };
 
   // preParsing: after the checks that refuse a request before its body (401, 403, 404, 415).
-  app.addHook("preParsing", (request, reply, payload, next) => {
+  addBodyPreParsing(app, (request, reply, payload, next) => {
     if (request.headers["transfer-encoding"] !== undefined) {
       // Its size is known only at its end: once large, it takes room for the most a body may be.
       next(

@@ -80,4 +80,17 @@ describe("a body in another charset than UTF-8, or in a Content-Encoding", () =>
       expectEnvelope(await t().app.inject({ method: "POST", url, headers, payload }), 415, url);
     }
   });
+
+  it("leaves a GET alone: Fastify never reads its body, so neither its charset nor its coding matters", async () => {
+    const created = await create({ "content-type": "application/json" });
+    const headers = { "content-type": "application/json; charset=latin1", "content-encoding": "gzip" };
+    const read = await t().app.inject({
+      method: "GET",
+      url: String(created.headers.location),
+      headers,
+      payload: gzipSync(BODY),
+    });
+    expect(read.statusCode).toBe(200);
+    expect(read.json().title).toBe("제목");
+  });
 });
