@@ -37,8 +37,11 @@ export interface ReadRow extends Omit<PostRow, "content"> {
   readonly content_bytes: number;
 }
 
-/** The one mapping from a {@link ReadRow} to the domain's post: whole, or an outline without content. */
-export function toReadPost(row: ReadRow): ReadPost {
+/**
+ * The one mapping from a {@link ReadRow} (or a {@link PostRow}, a row known whole) to the
+ * domain's post: whole, or an outline without content.
+ */
+export function toReadPost(row: ReadRow | PostRow): ReadPost {
   if (row.content !== null) return toPost(row as PostRow);
   return {
     id: parseInt8(row.id),
@@ -46,6 +49,7 @@ export function toReadPost(row: ReadRow): ReadPost {
     createdAt: row.created_at,
     updatedAt: row.updated_at,
     author: { id: parseInt8(row.author_id), email: row.author_email },
-    contentBytes: row.content_bytes,
+    // A row without content is a ReadRow: a PostRow always has its content.
+    contentBytes: (row as ReadRow).content_bytes,
   };
 }

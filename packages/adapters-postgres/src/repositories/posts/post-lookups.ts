@@ -1,6 +1,6 @@
 import type DataLoader from "dataloader";
 import { parseInt8 } from "../../connection/type-parsers.js";
-import type { ReadRow } from "../../rows/post-row.js";
+import type { PostRow, ReadRow } from "../../rows/post-row.js";
 import type { ReadStatements } from "./read-statements.js";
 import { turnBatches } from "./turn-batches.js";
 
@@ -15,7 +15,9 @@ const MAX_BATCH = 16;
  * Reads of one post by id, coalesced when they come together: a lookup asked while no other is
  * waiting for its answer goes to the database at once, as the plain lookup by id; the lookups
  * asked while others wait are gathered by turn of the event loop into statements of at most 16
- * (`ReadStatements.byIds`), a lone one as the plain lookup.
+ * (`ReadStatements.byIds`), a lone one as the plain lookup. The plain lookup asks for the post
+ * whole when it is small (`ReadStatements.smallById`, the usual answer in one statement), and
+ * only when that finds nothing for its outline or its absence (`ReadStatements.findById`).
  *
  * Why: a GET of one post is a statement of its own per request, and PostgreSQL's fixed cost per
  * statement (its round trip, parse of the message, executor start-up and the protocol's own
@@ -29,18 +31,15 @@ const MAX_BATCH = 16;
  */
 export class PostLookups {
   readonly #reads: ReadStatements;
-  readonly #loader: DataLoader<number, ReadRow | undefined>;
+  readonly #loader: DataLoader<number, LookedUp | undefined>;
   /** Lookups asked whose answer has not come: sent alone, or gathered (sent or still waiting for their turn). */
   #outstanding = 0;
 
   constructor(reads: ReadStatements) {
     this.#reads = reads;
-    this.#loader = turnBatches<number, ReadRow | undefined>(async (ids) => {
+    this.#loader = turnBatches<number, LookedUp | undefined>(async (ids) => {
       try {
-        if (ids.length === 1) {
-          const [row] = await reads.findById({ id: ids[0] as number });
-          return [row];
-        }
+        if (ids.length === 1) return [await lookUp(reads, ids[0] as number)];
         const rows = await reads.byIds({ ids });
         const byId = new Map<number, ReadRow>();
         for (const row of rows) byId.set(parseInt8(row.id), row);
@@ -52,26 +51,44 @@ export class PostLookups {
   }
 
   /** The post's row as of a statement sent after this call, or undefined when there is none. */
-  find(id: number): Promise<ReadRow | undefined> {
+  find(id: number): Promise<LookedUp | undefined> {
     const alone = this.#outstanding === 0;
     this.#outstanding += 1;
     if (!alone) return this.#loader.load(id);
-    return this.#reads.findById({ id }).then(
-      (rows) => {
-        this.#outstanding -= 1;
-        return rows[0];
-      },
-      (error: unknown) => {
-        this.#outstanding -= 1;
-        throw error;
-      },
-    );
+    const answered = (row: LookedUp | undefined) => {
+      this.#outstanding -= 1;
+      return row;
+    };
+    const failed = (error: unknown) => {
+      this.#outstanding -= 1;
+      throw error;
+    };
+    // `lookUp` written out, so that a small post's answer takes one promise turn, not two.
+    return this.#reads
+      .smallById({ id })
+      .then(
+        (rows) =>
+          rows.length > 0
+            ? answered(rows[0])
+            : this.#reads.findById({ id }).then((outlines) => answered(outlines[0]), failed),
+        failed,
+      );
   }
 
   /** {@link find} for each of `ids`, in their order; fails as a whole when the statement fails. */
-  findAll(ids: readonly number[]): Promise<(ReadRow | undefined)[]> {
+  findAll(ids: readonly number[]): Promise<(LookedUp | undefined)[]> {
     // Company for one another: gathered, whatever else waits.
     this.#outstanding += ids.length;
     return Promise.all(ids.map((id) => this.#loader.load(id)));
   }
+}
+
+/** A post looked up by id: whole (a small one, or a large one read as its outline's row), or an outline. */
+export type LookedUp = PostRow | ReadRow;
+
+/** The plain lookup of `id`: the small post whole, else its outline, else undefined. */
+function lookUp(reads: ReadStatements, id: number): Promise<LookedUp | undefined> {
+  return reads
+    .smallById({ id })
+    .then((rows) => (rows.length > 0 ? rows[0] : reads.findById({ id }).then((outlines) => outlines[0])));
 }
