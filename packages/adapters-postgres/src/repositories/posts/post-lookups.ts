@@ -39,7 +39,7 @@ export class PostLookups {
     this.#reads = reads;
     this.#loader = turnBatches<number, LookedUp | undefined>(async (ids) => {
       try {
-        if (ids.length === 1) return [await lookUp(reads, ids[0] as number)];
+        if (ids.length === 1) return [await lookUp(reads, ids[0] as number, (row) => row, rethrow)];
         const rows = await reads.byIds({ ids });
         const byId = new Map<number, ReadRow>();
         for (const row of rows) byId.set(parseInt8(row.id), row);
@@ -55,24 +55,18 @@ export class PostLookups {
     const alone = this.#outstanding === 0;
     this.#outstanding += 1;
     if (!alone) return this.#loader.load(id);
-    const answered = (row: LookedUp | undefined) => {
-      this.#outstanding -= 1;
-      return row;
-    };
-    const failed = (error: unknown) => {
-      this.#outstanding -= 1;
-      throw error;
-    };
-    // `lookUp` written out, so that a small post's answer takes one promise turn, not two.
-    return this.#reads
-      .smallById({ id })
-      .then(
-        (rows) =>
-          rows.length > 0
-            ? answered(rows[0])
-            : this.#reads.findById({ id }).then((outlines) => answered(outlines[0]), failed),
-        failed,
-      );
+    return lookUp(
+      this.#reads,
+      id,
+      (row) => {
+        this.#outstanding -= 1;
+        return row;
+      },
+      (error) => {
+        this.#outstanding -= 1;
+        throw error;
+      },
+    );
   }
 
   /** {@link find} for each of `ids`, in their order; fails as a whole when the statement fails. */
@@ -83,12 +77,34 @@ export class PostLookups {
   }
 }
 
-/** A post looked up by id: whole (a small one, or a large one read as its outline's row), or an outline. */
+/**
+ * A post looked up by id: a {@link PostRow} from `smallById` (a small post, whole), or a
+ * {@link ReadRow} from `findById` (an outline, or whole if the post became small meanwhile).
+ */
 export type LookedUp = PostRow | ReadRow;
 
-/** The plain lookup of `id`: the small post whole, else its outline, else undefined. */
-function lookUp(reads: ReadStatements, id: number): Promise<LookedUp | undefined> {
+/**
+ * The plain lookup of `id`, answered through `answered` (or `failed`) in the turn its last
+ * statement answers: the small post whole, else its outline, else undefined. The callbacks are
+ * given rather than chained by the caller, so that a small post's answer takes one promise turn.
+ */
+function lookUp<T>(
+  reads: ReadStatements,
+  id: number,
+  answered: (row: LookedUp | undefined) => T,
+  failed: (error: unknown) => never,
+): Promise<T> {
   return reads
     .smallById({ id })
-    .then((rows) => (rows.length > 0 ? rows[0] : reads.findById({ id }).then((outlines) => outlines[0])));
+    .then(
+      (rows) =>
+        rows.length > 0
+          ? answered(rows[0])
+          : reads.findById({ id }).then((outlines) => answered(outlines[0]), failed),
+      failed,
+    );
+}
+
+function rethrow(error: unknown): never {
+  throw error;
 }

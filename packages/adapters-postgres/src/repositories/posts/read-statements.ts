@@ -195,13 +195,13 @@ export class ReadStatements {
       return (values, transaction) =>
         (byPartition.get(partitionOf(values.id)) ?? firstOnPartition)(values, transaction);
     };
-    const byId = (from: "posts") =>
+    const joinedFrom = (from: "posts") =>
       db.selectFrom(`${from} as posts`).innerJoin("users", "users.id", "posts.user_id");
     this.findById = onItsPartition((from) =>
       prepare(
         db,
         (p: { id: number }) =>
-          byId(from)
+          joinedFrom(from)
             .select([...POST_COLUMNS_WITHOUT_CONTENT, ...CONTENT_OR_SIZE, "users.email as author_email"])
             .where("posts.id", "=", p.id)
             .compile(),
@@ -214,7 +214,7 @@ export class ReadStatements {
       prepare(
         db,
         (p: { id: number }) =>
-          byId(from)
+          joinedFrom(from)
             .select([...POST_COLUMNS_WITHOUT_CONTENT, "posts.content", "users.email as author_email"])
             .where("posts.id", "=", p.id)
             .where(sql<boolean>`octet_length(posts.content) <= ${sql.lit(OUTLINE_ABOVE_BYTES)}`)
