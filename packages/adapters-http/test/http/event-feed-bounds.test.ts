@@ -66,10 +66,13 @@ function lightStream(port: number, path: string, headers: Record<string, string>
       response.setEncoding("latin1");
       response.on("data", (chunk: string) => {
         // Ids start lines; the posts' contents here are letters only, so "id: " starts a message.
+        // `carry` is the start of the line the last chunk left unfinished, so each byte is scanned
+        // once: a line longer than an id line is no id line, and is carried as a mark that says so
+        // (carrying it whole would scan a megabyte-long data line again with every chunk).
         const text = carry + chunk;
-        for (const match of text.matchAll(/(?:^|\n)id: (\d+)\n/g)) ids.push(Number(match[1]));
-        const cut = text.lastIndexOf("\n");
-        carry = cut < 0 ? text.slice(-32) : text.slice(cut);
+        for (const match of text.matchAll(/^id: (\d+)\n/gm)) ids.push(Number(match[1]));
+        const rest = text.slice(text.lastIndexOf("\n") + 1);
+        carry = rest.length <= 32 ? rest : "-";
       });
       const end = () => {
         ended = true;
