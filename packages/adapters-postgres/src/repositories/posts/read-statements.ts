@@ -24,10 +24,15 @@ export const OUTLINE_ABOVE_BYTES = 64 * 1024;
  */
 function smallContentOf(alias: string, when?: RawBuilder<boolean>): RawBuilder<string | null> {
   const content = sql.raw(`${alias}.content`);
-  const small = sql`octet_length(${content}) <= ${sql.lit(OUTLINE_ABOVE_BYTES)}`;
+  const small = isSmallContent(alias);
   return sql<
     string | null
   >`CASE WHEN ${when === undefined ? small : sql`${when} AND ${small}`} THEN ${content} END`;
+}
+
+/** Whether the content of the posts' row named `alias` is at most {@link OUTLINE_ABOVE_BYTES}: sent whole. */
+function isSmallContent(alias: string): RawBuilder<boolean> {
+  return sql<boolean>`octet_length(${sql.raw(`${alias}.content`)}) <= ${sql.lit(OUTLINE_ABOVE_BYTES)}`;
 }
 
 /** The size in bytes of the content of the posts' row named `alias`: `octet_length` reads only its header. */
@@ -217,7 +222,7 @@ export class ReadStatements {
           joinedFrom(from)
             .select([...POST_COLUMNS_WITHOUT_CONTENT, "posts.content", "users.email as author_email"])
             .where("posts.id", "=", p.id)
-            .where(sql<boolean>`octet_length(posts.content) <= ${sql.lit(OUTLINE_ABOVE_BYTES)}`)
+            .where(isSmallContent("posts"))
             .compile(),
         on,
       ),
